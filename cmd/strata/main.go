@@ -1,0 +1,60 @@
+// Command strata is the single binary of Strata: agent, dev cluster, worker,
+// CLI client and operator tools. It parses flags and configuration and wires
+// packages together; it holds no logic of its own.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of every strata command.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks an error as the caller's misuse (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line and maps the outcome to an exit code.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stderr, "strata:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitError
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "strata",
+		Short:         "Strata: a Raft-replicated job ledger for multi-datacenter load testing",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// Every subcommand registers itself here, one line each.
+	root.AddCommand(
+		newVersionCmd(),
+	)
+	return root
+}
