@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"errors"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestAuthenticator_ScopesAndTenants(t *testing.T) {
+	a, err := NewAuthenticator([]TokenConfig{
+		{Token: "reader-acme-0123456789", Tenant: "acme", Scopes: []string{"jobs:read"}},
+		{Token: "writer-acme-0123456789", Tenant: "acme", Scopes: []string{"jobs:read", "jobs:write"}},
+		{Token: "operator-all-012345678", Tenant: "*", Scopes: []string{"operator"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		header string
+		scope  Scope
+		tenant string
+		want   error // from Authenticate, or ErrForbidden from Allows
+	}{
+		{"no header", "", ScopeJobsRead, "acme", ErrUnauthenticated},
+		{"not bearer", "Basic abc", ScopeJobsRead, "acme", ErrUnauthenticated},
+		{"unknown token", "Bearer nope-nope-nope-nope", ScopeJobsRead, "acme", ErrUnauthenticated},
+		{"reader reads own tenant", "Bearer reader-acme-0123456789", ScopeJobsRead, "acme", nil},
+		{"reader cannot write", "Bearer reader-acme-0123456789", ScopeJobsWrite, "acme", ErrForbidden},
+		{"reader cannot see other tenant", "Bearer reader-acme-0123456789", ScopeJobsRead, "globex", ErrForbidden},
+		{"writer writes own tenant", "Bearer writer-acme-0123456789", ScopeJobsWrite, "acme", nil},
+		{"writer is no operator", "Bearer writer-acme-0123456789", ScopeOperator, "acme", ErrForbidden},
+		{"operator does everything", "Bearer operator-all-012345678", ScopeJobsWrite, "globex", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			if tt.header != "" {
+				r.Header.Set("Authorization", tt.header)
+			}
+			p, err := a.Authenticate(r)
+			if err == nil && !p.Allows(tt.scope, tt.tenant) {
+				err = ErrForbidden
+			}
+			if !errors.Is(err, tt.want) && !(err == nil && tt.want == nil) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewAuthenticator_RejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		tok  TokenConfig
+	}{
+		{"short token", TokenConfig{Token: "short", Tenant: "acme", Scopes: []string{"jobs:read"}}},
+		{"no tenant", TokenConfig{Token: "long-enough-token-123", Scopes: []string{"jobs:read"}}},
+		{"no scopes", TokenConfig{Token: "long-enough-token-123", Tenant: "acme"}},
+		{"unknown scope", TokenConfig{Token: "long-enough-token-123", Tenant: "acme", Scopes: []string{"jobs:delete"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewAuthenticator([]TokenConfig{tt.tok}); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	dup := TokenConfig{Token: "long-enough-token-123", Tenant: "acme", Scopes: []string{"jobs:read"}}
+	if _, err := NewAuthenticator([]TokenConfig{dup, dup}); err == nil {
+		t.Fatal("duplicate token accepted")
+	}
+}
+
+func TestNewBootstrapToken_IsUsableOperatorToken(t *testing.T) {
+	tok, err := NewBootstrapToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAuthenticator([]TokenConfig{tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer "+tok.Token)
+	p, err := a.Authenticate(r)
+	if err != nil || !p.Allows(ScopeOperator, "any") {
+		t.Fatalf("bootstrap token: %+v, %v", p, err)
+	}
+}

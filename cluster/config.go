@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"regexp"
+	"time"
+)
+
+// Role is what a node does in the cluster (DESIGN §1).
+type Role string
+
+// Node roles. Workers are not nodes: they never run an agent.
+const (
+	RoleGate    Role = "gate"
+	RoleManager Role = "manager"
+)
+
+// Defaults of NodeConfig.
+const (
+	DefaultMaxStaleness     = time.Second
+	DefaultSessionWait      = 5 * time.Second
+	DefaultHLCMaxOffset     = 500 * time.Millisecond
+	DefaultBootstrapExpect  = 3
+	DefaultRaftSnapshotLogs = 8192
+)
+
+var (
+	regionPattern = regexp.MustCompile(`^[a-z][a-z0-9]{1,15}$`)
+	nodeIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+)
+
+// NodeConfig is everything `strata agent` needs. Every key can be set in the
+// YAML file, as a STRATA_ environment variable and as a flag; flags win over
+// the environment, which wins over the file, which wins over defaults.
+type NodeConfig struct {
+	NodeID  string `koanf:"node_id"`
+	Role    Role   `koanf:"role"`
+	Region  string `koanf:"region"`
+	DataDir string `koanf:"data_dir"`
+
+	HTTPAddr      string `koanf:"http_addr"`       // public API
+	RaftAddr      string `koanf:"raft_addr"`       // Raft stream layer
+	GossipAddr    string `koanf:"gossip_addr"`     // LAN pool of the region
+	GossipWANAddr string `koanf:"gossip_wan_addr"` // WAN pool (gates only)
+	DataPlaneAddr string `koanf:"data_plane_addr"` // worker progress (managers)
+
+	// BootstrapExpect is how many voters of this node's Raft group must
+	// be seen through gossip before the group bootstraps on first start.
+	BootstrapExpect int      `koanf:"bootstrap_expect"`
+	Join            []string `koanf:"join"`     // LAN gossip seeds
+	JoinWAN         []string `koanf:"join_wan"` // WAN gossip seeds (gates)
+
+	Tokens []TokenConfig `koanf:"tokens"`
+
+	MaxStaleness time.Duration `koanf:"max_staleness"` // default for bounded reads
+	SessionWait  time.Duration `koanf:"session_wait"`  // how long a session read waits
+	HLCMaxOffset time.Duration `koanf:"hlc_max_offset"`
+
+	// WANLatency is added by the transport to traffic to other regions.
+	WANLatency           time.Duration `koanf:"wan_latency"`
+	EnableFaultInjection bool          `koanf:"enable_fault_injection"`
+	LogLevel             string        `koanf:"log_level"`
+}
+
+// DefaultNodeConfig returns the defaults every loaded config starts from.
+func DefaultNodeConfig() NodeConfig {
+	return NodeConfig{
+		BootstrapExpect: DefaultBootstrapExpect,
+		MaxStaleness:    DefaultMaxStaleness,
+		SessionWait:     DefaultSessionWait,
+		HLCMaxOffset:    DefaultHLCMaxOffset,
+		LogLevel:        "info",
+	}
+}
+
+// Validate checks c and names the first bad key.
+func (c *NodeConfig) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if !nodeIDPattern.MatchString(c.NodeID) {
+		bad("node_id", "%q must be 1-63 of [a-z0-9_-], starting with a letter or digit", c.NodeID)
+	}
+	if c.Role != RoleGate && c.Role != RoleManager {
+		bad("role", "%q must be %q or %q", c.Role, RoleGate, RoleManager)
+	}
+	if !regionPattern.MatchString(c.Region) {
+		bad("region", "%q must be a short lowercase code such as use1", c.Region)
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "required")
+	}
+	addrs := map[string]string{"http_addr": c.HTTPAddr, "raft_addr": c.RaftAddr, "gossip_addr": c.GossipAddr}
+	if c.Role == RoleGate {
+		addrs["gossip_wan_addr"] = c.GossipWANAddr
+	}
+	if c.Role == RoleManager {
+		addrs["data_plane_addr"] = c.DataPlaneAddr
+	}
+	for key, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			bad(key, "%q is not host:port", a)
+		}
+	}
+	if c.BootstrapExpect < 1 || c.BootstrapExpect > 7 {
+		bad("bootstrap_expect", "%d must be 1..7", c.BootstrapExpect)
+	}
+	if c.MaxStaleness <= 0 || c.SessionWait <= 0 || c.HLCMaxOffset <= 0 || c.WANLatency < 0 {
+		bad("max_staleness, session_wait, hlc_max_offset, wan_latency", "durations must be positive")
+	}
+	if _, err := NewAuthenticator(c.Tokens); err != nil {
+		bad("tokens", "%v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// Ordinal is the node's number in HLC timestamps: FNV-1a of the node id. A
+// collision only makes two nodes' timestamps able to tie, which the ledger
+// breaks by event id.
+func (c *NodeConfig) Ordinal() uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(c.NodeID))
+	return h.Sum32()
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/providers/structs"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+
+	"github.com/strata-ledger/strata/cluster"
+)
+
+// envPrefix names every environment variable of a config key:
+// STRATA_NODE_ID, STRATA_HTTP_ADDR, ...
+const envPrefix = "STRATA_"
+
+// addNodeFlags declares a flag for every NodeConfig key (tokens excepted:
+// they come from the file or STRATA_TOKENS only).
+func addNodeFlags(fs *pflag.FlagSet) {
+	d := cluster.DefaultNodeConfig()
+	fs.String("config", "", "YAML config file")
+	fs.String("node_id", "", "node id (unique in the cluster)")
+	fs.String("role", "", "gate or manager")
+	fs.String("region", "", "region code, e.g. use1")
+	fs.String("data_dir", "", "data directory")
+	fs.String("http_addr", "", "API listen address")
+	fs.String("raft_addr", "", "Raft listen address")
+	fs.String("gossip_addr", "", "LAN gossip address")
+	fs.String("gossip_wan_addr", "", "WAN gossip address (gates)")
+	fs.String("data_plane_addr", "", "worker progress address (managers)")
+	fs.Int("bootstrap_expect", d.BootstrapExpect, "voters to see before bootstrapping the group")
+	fs.StringSlice("join", nil, "LAN gossip seeds")
+	fs.StringSlice("join_wan", nil, "WAN gossip seeds")
+	fs.Duration("max_staleness", d.MaxStaleness, "default staleness bound of bounded reads")
+	fs.Duration("session_wait", d.SessionWait, "how long a session read waits for the node to catch up")
+	fs.Duration("hlc_max_offset", d.HLCMaxOffset, "largest accepted clock offset of a peer")
+	fs.Duration("wan_latency", 0, "latency added to traffic between regions (demos)")
+	fs.Bool("enable_fault_injection", false, "serve the fault-injection endpoint")
+	fs.String("log_level", d.LogLevel, "debug, info, warn or error")
+}
+
+// loadNodeConfig layers defaults < file < environment < flags that were set
+// on the command line, then validates.
+func loadNodeConfig(fs *pflag.FlagSet, environ []string) (cluster.NodeConfig, error) {
+	k := koanf.New(".")
+	if err := k.Load(structs.Provider(cluster.DefaultNodeConfig(), "koanf"), nil); err != nil {
+		return cluster.NodeConfig{}, err
+	}
+	path, _ := fs.GetString("config")
+	if path == "" {
+		path = lookupEnv(environ, envPrefix+"CONFIG")
+	}
+	if path != "" {
+		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return cluster.NodeConfig{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	if err := k.Load(env.Provider(".", env.Opt{
+		Prefix:        envPrefix,
+		EnvironFunc:   func() []string { return environ },
+		TransformFunc: envKey,
+	}), nil); err != nil {
+		return cluster.NodeConfig{}, err
+	}
+	// posflag with the koanf instance only overrides defaults with flags
+	// the user actually set.
+	if err := k.Load(posflag.Provider(fs, ".", k), nil); err != nil {
+		return cluster.NodeConfig{}, err
+	}
+	var cfg cluster.NodeConfig
+	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
+		return cluster.NodeConfig{}, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cluster.NodeConfig{}, usageError{fmt.Errorf("config: %w", err)}
+	}
+	return cfg, nil
+}
+
+// envKey maps STRATA_HTTP_ADDR to http_addr; list values are comma-separated.
+func envKey(k, v string) (string, any) {
+	key := strings.ToLower(strings.TrimPrefix(k, envPrefix))
+	if key == "config" {
+		return "", nil
+	}
+	switch key {
+	case "join", "join_wan":
+		return key, strings.Split(v, ",")
+	}
+	return key, v
+}
+
+func lookupEnv(environ []string, name string) string {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+const baseYAML = `
+node_id: gate1
+role: gate
+region: use1
+data_dir: /tmp/strata-gate1
+http_addr: 127.0.0.1:7001
+raft_addr: 127.0.0.1:7002
+gossip_addr: 127.0.0.1:7003
+gossip_wan_addr: 127.0.0.1:7004
+max_staleness: 3s
+tokens:
+  - token: file-token-0123456789
+    tenant: acme
+    scopes: [jobs:read]
+`
+
+func TestLoadNodeConfig_FlagsBeatEnvBeatFileBeatDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gate1.yaml")
+	if err := os.WriteFile(path, []byte(baseYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addNodeFlags(fs)
+	if err := fs.Parse([]string{"--config", path, "--region", "euw1"}); err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"STRATA_REGION=apse1", "STRATA_HTTP_ADDR=127.0.0.1:9001", "STRATA_JOIN=127.0.0.2:1,127.0.0.3:1", "HOME=/root"}
+	cfg, err := loadNodeConfig(fs, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"flag beats env and file", cfg.Region, "euw1"},
+		{"env beats file", cfg.HTTPAddr, "127.0.0.1:9001"},
+		{"file beats default", cfg.MaxStaleness, 3 * time.Second},
+		{"default kept", cfg.BootstrapExpect, 3},
+		{"env list", len(cfg.Join), 2},
+		{"file tokens", len(cfg.Tokens), 1},
+		{"file only", cfg.NodeID, "gate1"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+func TestLoadNodeConfig_InvalidIsUsageError(t *testing.T) {
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addNodeFlags(fs)
+	if err := fs.Parse([]string{"--role", "worker"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadNodeConfig(fs, nil)
+	var ue usageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("got %v, want a usage error", err)
+	}
+}
