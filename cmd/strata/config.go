@@ -103,4 +103,3 @@ func lookupEnv(environ []string, name string) string {
 	}
 	return ""
 }
-
