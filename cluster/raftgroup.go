@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// GroupKind selects the timeouts of a Raft group (DESIGN §7).
+type GroupKind int
+
+// Raft group kinds.
+const (
+	// GroupRegional is a region's managers: one datacenter, LAN round trips.
+	GroupRegional GroupKind = iota
+	// GroupGlobal is the gates across regions: WAN round trips.
+	GroupGlobal
+)
+
+// Raft limits and tunables.
+const (
+	raftSnapshotsRetained = 2
+	raftMaxPool           = 3
+	raftTransportTimeout  = 10 * time.Second
+	// raftMaxAppendEntries lets a follower catch up in big steps; entries
+	// already carry many events each.
+	raftMaxAppendEntries = 256
+	raftTrailingLogs     = 10_240
+	raftSnapshotInterval = 30 * time.Second
+)
+
+// raftTimings returns the timeouts for kind. LAN: a heartbeat every few
+// milliseconds of round trip, elections in well under a second so that
+// writes resume within 2 s of a leader kill. WAN: round trips of 50-300 ms,
+// so timeouts several round trips long to avoid needless elections.
+func raftTimings(kind GroupKind) (heartbeat, election, lease, commit time.Duration) {
+	if kind == GroupGlobal {
+		return 1000 * time.Millisecond, 1000 * time.Millisecond, 500 * time.Millisecond, 50 * time.Millisecond
+	}
+	return 300 * time.Millisecond, 300 * time.Millisecond, 150 * time.Millisecond, 10 * time.Millisecond
+}
+
+// RaftGroupConfig is what a node needs to run its Raft group.
+type RaftGroupConfig struct {
+	NodeID  string
+	Kind    GroupKind
+	Dir     string // raft.db and snapshots/ live here
+	FSM     raft.FSM
+	Stream  raft.StreamLayer
+	LogSink io.Writer // hashicorp/raft's own logs (JSON lines); nil discards
+}
+
+// RaftGroup is one node's member of a Raft group with its durable stores.
+type RaftGroup struct {
+	Raft      *raft.Raft
+	Transport *raft.NetworkTransport
+	logStore  *raftboltdb.BoltStore
+	// HadState is true when the node restarted with Raft state on disk: it
+	// must not bootstrap, it rejoins with its data.
+	HadState bool
+}
+
+// OpenRaftGroup opens the stores under cfg.Dir and starts Raft. It does not
+// bootstrap: see Bootstrap.
+func OpenRaftGroup(cfg RaftGroupConfig) (*RaftGroup, error) {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raft dir %s: %w", cfg.Dir, err)
+	}
+	sink := cfg.LogSink
+	if sink == nil {
+		sink = io.Discard
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: sink, JSONFormat: true, Level: hclog.Warn})
+
+	// raft-boltdb: the log store must fsync every append (it is what makes a
+	// committed entry durable); the freelist is not synced because bbolt
+	// rebuilds it on open, which halves the pages written per commit.
+	logStore, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.Dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raft log store %s: %w", cfg.Dir, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, raftSnapshotsRetained, logger)
+	if err != nil {
+		logStore.Close()
+		return nil, fmt.Errorf("raft snapshot store %s: %w", cfg.Dir, err)
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  cfg.Stream,
+		MaxPool: raftMaxPool,
+		Timeout: raftTransportTimeout,
+		Logger:  logger,
+	})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = logger
+	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout, rc.CommitTimeout = raftTimings(cfg.Kind)
+	rc.MaxAppendEntries = raftMaxAppendEntries
+	rc.TrailingLogs = raftTrailingLogs
+	rc.SnapshotInterval = raftSnapshotInterval
+	rc.BatchApplyCh = true
+
+	existing, err := raft.HasExistingState(logStore, logStore, snaps)
+	if err != nil {
+		trans.Close()
+		logStore.Close()
+		return nil, fmt.Errorf("inspect raft state %s: %w", cfg.Dir, err)
+	}
+	r, err := raft.NewRaft(rc, cfg.FSM, logStore, logStore, snaps, trans)
+	if err != nil {
+		trans.Close()
+		logStore.Close()
+		return nil, fmt.Errorf("start raft %s: %w", cfg.NodeID, err)
+	}
+	return &RaftGroup{Raft: r, Transport: trans, logStore: logStore, HadState: existing}, nil
+}
+
+// Bootstrap starts the group with servers as its first configuration.
+// Every member may call it with the same servers.
+func (g *RaftGroup) Bootstrap(servers []raft.Server) error {
+	err := g.Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	return nil
+}
+
+// Close stops Raft and closes its stores. It does not leave the group.
+func (g *RaftGroup) Close() error {
+	err := g.Raft.Shutdown().Error()
+	return errors.Join(err, g.Transport.Close(), g.logStore.Close())
+}
