@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 	// Every subcommand registers itself here, one line each.
 	root.AddCommand(
 		newVersionCmd(),
+		newWALCmd(),
 	)
 	return root
 }
