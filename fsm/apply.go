@@ -1,0 +1,335 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+)
+
+// applier applies the events of one batch inside one store transaction.
+// It keeps the batch's working copies of the jobs and chain heads it
+// touches and writes each once at the end (flush), so a batch of many
+// progress reports of one job costs one job write. Its buffers are reused
+// from batch to batch.
+type applier struct {
+	tx      Tx
+	body    []byte // scratch: a body's canonical encoding
+	link    []byte // scratch: a link's hash input
+	history []*Event
+
+	jobs      map[string]int32 // job id -> index in works
+	works     []jobWork
+	dirtyJobs []int32
+	heads     map[string]*headWork
+	headList  []*headWork
+}
+
+// jobWork is a job touched by the batch: its state as stored until the
+// first change, then a private copy (mutable) that flush writes.
+type jobWork struct {
+	f       jobFold
+	mutable bool
+}
+
+// headWork is a tenant's chain head as the batch advances it.
+type headWork struct {
+	tenant string
+	head   ChainHead
+	dirty  bool
+}
+
+func (a *applier) init() {
+	a.jobs = make(map[string]int32)
+	a.heads = make(map[string]*headWork)
+	a.link = make([]byte, 0, maxLinkInput)
+}
+
+func (a *applier) begin(tx Tx) {
+	a.tx = tx
+	clear(a.jobs)
+	clear(a.heads)
+	a.works = a.works[:0]
+	a.dirtyJobs = a.dirtyJobs[:0]
+	a.headList = a.headList[:0]
+}
+
+// end drops the batch's references so stored values can be collected.
+func (a *applier) end() {
+	a.tx = nil
+	clear(a.jobs)
+	clear(a.heads)
+	clear(a.works)
+	clear(a.headList)
+	clear(a.history)
+	a.works, a.dirtyJobs, a.headList, a.history = a.works[:0], a.dirtyJobs[:0], a.headList[:0], a.history[:0]
+}
+
+func rejected(err error) Result { return Result{Outcome: OutcomeRejected, Err: err} }
+
+// apply applies one event. The error is a store failure; every rule
+// violation is a Result.
+// raw, if not nil, is the body's canonical encoding (from the batch).
+func (a *applier) apply(e *Event, raw []byte) (Result, error) {
+	if err := e.Validate(); err != nil {
+		return rejected(err), nil
+	}
+	if raw == nil {
+		var err error
+		if a.body, err = AppendBody(a.body[:0], e.Body); err != nil {
+			return rejected(err), nil
+		}
+		raw = a.body
+	}
+	bodyHash := Hash(sha256.Sum256(raw))
+	prev, err := a.tx.Event(e.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	if prev != nil {
+		if !sameEvent(&prev.Event, e, prev.BodyHash, bodyHash) {
+			return rejected(fmt.Errorf("event %s: %w", e.ID, ErrEventConflict)), nil
+		}
+		return Result{Outcome: OutcomeDuplicate, Seq: prev.Seq}, nil
+	}
+	var r Result
+	switch {
+	case e.Type.IsJob():
+		r, err = a.applyJob(e)
+	case e.Type.IsWorkflow():
+		r, err = a.applyWorkflow(e)
+	default:
+		r, err = a.applyWorker(e)
+	}
+	if err != nil || !r.Outcome.Stored() {
+		return r, err
+	}
+	r.Seq, err = a.store(e, bodyHash)
+	return r, err
+}
+
+// sameEvent reports whether two events with one id have the same content.
+func sameEvent(a, b *Event, ha, hb Hash) bool {
+	return a.Type == b.Type && a.JobID == b.JobID && a.Tenant == b.Tenant && a.Region == b.Region &&
+		a.Node == b.Node && a.HLC == b.HLC && a.Fence == b.Fence && ha == hb
+}
+
+// store appends the event to its tenant's chain and stores it.
+func (a *applier) store(e *Event, bodyHash Hash) (uint64, error) {
+	h, err := a.head(e.Tenant)
+	if err != nil {
+		return 0, err
+	}
+	link := chainLink(a.link[:0], h.head, e, bodyHash)
+	h.head = ChainHead{Seq: h.head.Seq + 1, Link: link}
+	h.dirty = true
+	se := &StoredEvent{Event: *e, Seq: h.head.Seq, Link: link, BodyHash: bodyHash}
+	return se.Seq, a.tx.PutEvent(se)
+}
+
+func (a *applier) head(tenant string) (*headWork, error) {
+	if h := a.heads[tenant]; h != nil {
+		return h, nil
+	}
+	head, _, err := a.tx.ChainHead(tenant)
+	if err != nil {
+		return nil, err
+	}
+	h := &headWork{tenant: tenant, head: head}
+	a.heads[tenant] = h
+	a.headList = append(a.headList, h)
+	return h, nil
+}
+
+// flush writes the batch's changed jobs and chain heads, in first-touch
+// order.
+func (a *applier) flush() error {
+	for _, i := range a.dirtyJobs {
+		if err := a.tx.PutJob(a.works[i].f.s); err != nil {
+			return err
+		}
+	}
+	for _, h := range a.headList {
+		if h.dirty {
+			if err := a.tx.PutChainHead(h.tenant, h.head); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// job returns the batch's view of a job, nil if it has none. The pointer
+// is valid until the next call of job or addJob.
+func (a *applier) job(id string) (*jobWork, error) {
+	if i, ok := a.jobs[id]; ok {
+		return &a.works[i], nil
+	}
+	s, err := a.tx.Job(id)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	return a.addJob(id, jobWork{f: jobFold{s: s}}), nil
+}
+
+func (a *applier) addJob(id string, w jobWork) *jobWork {
+	i := int32(len(a.works))
+	a.works = append(a.works, w)
+	a.jobs[id] = i
+	if w.mutable {
+		a.dirtyJobs = append(a.dirtyJobs, i)
+	}
+	return &a.works[i]
+}
+
+// mutate makes w's state private to this batch before its first change.
+func (a *applier) mutate(id string, w *jobWork) {
+	if !w.mutable {
+		w.f = jobFold{s: w.f.s.Clone()}
+		w.mutable = true
+		a.dirtyJobs = append(a.dirtyJobs, a.jobs[id])
+	}
+}
+
+// applyJob checks what makes a job event storable (a created job, its
+// tenant, an assigned region, after the creation) and folds it.
+func (a *applier) applyJob(e *Event) (Result, error) {
+	w, err := a.job(e.JobID)
+	if err != nil {
+		return Result{}, err
+	}
+	if c, ok := e.Body.(*JobCreated); ok {
+		if w != nil {
+			return rejected(fmt.Errorf("job %s: %w", e.JobID, ErrJobExists)), nil
+		}
+		a.addJob(e.JobID, jobWork{f: jobFold{s: newJobState(e, c)}, mutable: true})
+		return Result{Outcome: OutcomeApplied}, nil
+	}
+	if w == nil {
+		return rejected(fmt.Errorf("job %s: %w", e.JobID, ErrUnknownJob)), nil
+	}
+	if err := storable(w.f.s, e); err != nil {
+		return rejected(err), nil
+	}
+	a.mutate(e.JobID, w)
+	var effect error
+	if w.f.s.Last.Less(e.Key()) {
+		effect = w.f.fold(e)
+	} else if effect, err = a.refold(w, e); err != nil {
+		return Result{}, err
+	}
+	if effect != nil {
+		return Result{Outcome: OutcomeAbsorbed, Err: effect}, nil
+	}
+	return Result{Outcome: OutcomeApplied}, nil
+}
+
+// storable checks the rules that depend only on the job's JobCreated, so
+// whether an event is stored never depends on the order of the others.
+func storable(s *JobState, e *Event) error {
+	if e.Tenant != s.Tenant {
+		return fmt.Errorf("job %s: event of tenant %q, job of %q: %w", s.JobID, e.Tenant, s.Tenant, ErrTenantMismatch)
+	}
+	if r := jobEventRegion(e.Body); r != "" && s.regionIndex(r) < 0 {
+		return fmt.Errorf("job %s: region %s: %w", s.JobID, r, ErrUnknownRegion)
+	}
+	if !s.Created.Less(e.Key()) {
+		return fmt.Errorf("job %s: event at %s: %w", s.JobID, e.HLC, ErrPrecedesCreation)
+	}
+	return nil
+}
+
+// jobEventRegion returns the region a job event names, if any.
+func jobEventRegion(b Body) string {
+	switch b := b.(type) {
+	case *JobAccepted:
+		return b.Region
+	case *JobProgressReported:
+		return b.Region
+	case *JobCancellationAcked:
+		return b.Region
+	case *JobFailed:
+		return b.FailedRegion
+	}
+	return ""
+}
+
+// refold recomputes a job from its stored history plus e, which orders
+// before the job's last folded event (the rare path), and returns e's
+// effect.
+func (a *applier) refold(w *jobWork, e *Event) (error, error) {
+	a.history = a.history[:0]
+	err := a.tx.JobEvents(e.JobID, EventKey{}, func(se *StoredEvent) error {
+		if se.Type.IsJob() {
+			a.history = append(a.history, &se.Event)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	k := e.Key()
+	i, _ := slices.BinarySearchFunc(a.history, k, func(x *Event, k EventKey) int { return x.Key().Compare(k) })
+	a.history = slices.Insert(a.history, i, e)
+	if len(a.history) == 0 || a.history[0].Type != TypeJobCreated {
+		return nil, fmt.Errorf("job %s: stored history does not start with JobCreated", e.JobID)
+	}
+	f, effect := foldHistory(a.history, e.ID)
+	w.f = f
+	return effect, nil
+}
+
+func (a *applier) applyWorkflow(e *Event) (Result, error) {
+	id := workflowOf(e.Body)
+	w, err := a.tx.Workflow(id)
+	if err != nil {
+		return Result{}, err
+	}
+	if d, ok := e.Body.(*WorkflowDispatched); ok {
+		if w != nil {
+			return rejected(fmt.Errorf("workflow %s: %w", id, ErrWorkflowExists)), nil
+		}
+		job, err := a.job(e.JobID)
+		if err != nil {
+			return Result{}, err
+		}
+		if job != nil && job.f.s.Tenant != e.Tenant {
+			return rejected(fmt.Errorf("workflow %s: job of tenant %q: %w", id, job.f.s.Tenant, ErrTenantMismatch)), nil
+		}
+		return Result{Outcome: OutcomeApplied}, a.tx.PutWorkflow(newWorkflow(e, d))
+	}
+	if w == nil {
+		return rejected(fmt.Errorf("workflow %s: %w", id, ErrUnknownWorkflow)), nil
+	}
+	active := true
+	if l, ok := e.Body.(*WorkflowLeased); ok {
+		wk, err := a.tx.Worker(l.Worker)
+		if err != nil {
+			return Result{}, err
+		}
+		active = wk != nil && wk.Active
+	}
+	n, rerr := applyWorkflow(w, e, active)
+	if rerr != nil {
+		return rejected(rerr), nil
+	}
+	return Result{Outcome: OutcomeApplied}, a.tx.PutWorkflow(n)
+}
+
+func (a *applier) applyWorker(e *Event) (Result, error) {
+	id := ""
+	switch b := e.Body.(type) {
+	case *WorkerJoined:
+		id = b.Worker
+	case *WorkerLeft:
+		id = b.Worker
+	}
+	w, err := a.tx.Worker(id)
+	if err != nil {
+		return Result{}, err
+	}
+	n, rerr := applyWorker(w, e)
+	if rerr != nil {
+		return rejected(rerr), nil
+	}
+	return Result{Outcome: OutcomeApplied}, a.tx.PutWorker(n)
+}

@@ -1,0 +1,81 @@
+package fsmtest
+
+import (
+	"fmt"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+func (g *Gen) workflowEvent() fsm.Event {
+	if len(g.workflows) == 0 || g.pct(15) {
+		return g.dispatch()
+	}
+	w := g.workflows[g.rng.IntN(len(g.workflows))]
+	ts := g.now(g.node())
+	fence := w.lease
+	if g.pct(10) {
+		fence = uint64(g.rng.IntN(3))
+	}
+	tenant := w.tenant
+	if g.pct(2) {
+		tenant = "umbrella"
+	}
+	ev := func(body fsm.Body) fsm.Event { return g.event(w.jobID, tenant, "use1", ts, fence, body) }
+	switch r := g.rng.IntN(100); {
+	case r < 25:
+		worker := g.worker()
+		lease := w.lease + 1
+		if g.pct(10) {
+			lease = w.lease
+		}
+		if lease == 0 {
+			lease = 1
+		}
+		w.lease, w.worker = max(w.lease, lease), worker
+		return ev(&fsm.WorkflowLeased{Workflow: w.id, Worker: worker, LeaseUntilMs: ts.WallMs + 5000, LeaseFence: lease})
+	case r < 60:
+		return ev(&fsm.WorkflowProgress{Workflow: w.id, Completed: g.rng.Uint64N(500), Failed: g.rng.Uint64N(20), Stats: g.stats()})
+	case r < 72:
+		return ev(&fsm.WorkflowCompleted{Workflow: w.id})
+	case r < 80:
+		return ev(&fsm.WorkflowFailed{Workflow: w.id, Error: "worker crashed"})
+	case r < 92:
+		from := w.worker
+		if g.pct(15) || from == "" {
+			from = g.worker()
+		}
+		return ev(&fsm.WorkflowRescheduled{Workflow: w.id, FromWorker: from, Reason: "lease expired"})
+	}
+	return ev(&fsm.WorkflowCancelled{Workflow: w.id})
+}
+
+func (g *Gen) dispatch() fsm.Event {
+	if len(g.workflows) > 0 && g.pct(5) { // dispatch an existing workflow again
+		w := g.workflows[g.rng.IntN(len(g.workflows))]
+		return g.event(w.jobID, w.tenant, "use1", g.now(1), 1, &fsm.WorkflowDispatched{Workflow: w.id, Name: "checkout",
+			Instance: w.instance, Spec: Spec(w.tenant, "use1").Workflows[0]})
+	}
+	j := g.jobs[g.rng.IntN(len(g.jobs))]
+	inst := uint32(len(g.workflows))
+	id := fsm.WorkflowID(j.id, "use1", "checkout", inst)
+	g.workflows = append(g.workflows, &genWorkflow{id: id, jobID: j.id, tenant: j.tenant, instance: inst})
+	return g.event(j.id, j.tenant, "use1", g.now(1), 1, &fsm.WorkflowDispatched{Workflow: id, Name: "checkout", Instance: inst,
+		Spec: Spec(j.tenant, "use1").Workflows[0]})
+}
+
+func (g *Gen) worker() string {
+	if len(g.workers) == 0 || g.pct(10) {
+		return fmt.Sprintf("w%d", g.rng.IntN(12))
+	}
+	return g.workers[g.rng.IntN(len(g.workers))]
+}
+
+func (g *Gen) workerEvent() fsm.Event {
+	ts := g.now(g.node())
+	if g.pct(60) {
+		w := fmt.Sprintf("w%d", g.rng.IntN(12))
+		g.workers = append(g.workers, w)
+		return NewEvent(g.id(), "", "", "use1", NodeName(ts.Node), ts, 0, &fsm.WorkerJoined{Worker: w, Capacity: 4})
+	}
+	return NewEvent(g.id(), "", "", "use1", NodeName(ts.Node), ts, 0, &fsm.WorkerLeft{Worker: g.worker(), Reason: "drain"})
+}

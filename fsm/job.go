@@ -1,0 +1,166 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/strata-ledger/strata/hlc"
+)
+
+// JobStatus is a job's state (DESIGN §3). The values are stored in
+// records: never change them.
+type JobStatus uint8
+
+// Job states. PENDING -> RUNNING -> (CANCELLING) -> COMPLETED | FAILED |
+// CANCELLED | TIMED_OUT.
+const (
+	JobStatusUnknown    JobStatus = 0 // no job: never stored
+	JobStatusPending    JobStatus = 1
+	JobStatusRunning    JobStatus = 2
+	JobStatusCancelling JobStatus = 3
+	JobStatusCompleted  JobStatus = 4
+	JobStatusFailed     JobStatus = 5
+	JobStatusCancelled  JobStatus = 6
+	JobStatusTimedOut   JobStatus = 7
+)
+
+var jobStatusNames = [...]string{
+	JobStatusUnknown:    "UNKNOWN",
+	JobStatusPending:    "PENDING",
+	JobStatusRunning:    "RUNNING",
+	JobStatusCancelling: "CANCELLING",
+	JobStatusCompleted:  "COMPLETED",
+	JobStatusFailed:     "FAILED",
+	JobStatusCancelled:  "CANCELLED",
+	JobStatusTimedOut:   "TIMED_OUT",
+}
+
+// String returns the API name ("RUNNING").
+func (s JobStatus) String() string {
+	if int(s) < len(jobStatusNames) {
+		return jobStatusNames[s]
+	}
+	return fmt.Sprintf("JobStatus(%d)", uint8(s))
+}
+
+// Terminal reports whether s is final: COMPLETED, FAILED, CANCELLED or
+// TIMED_OUT. Terminal states absorb later events except conflict
+// resolution between decisive events (fsm/DESIGN.md).
+func (s JobStatus) Terminal() bool { return s >= JobStatusCompleted && s <= JobStatusTimedOut }
+
+// MarshalText implements encoding.TextMarshaler.
+func (s JobStatus) MarshalText() ([]byte, error) {
+	if s == JobStatusUnknown || int(s) >= len(jobStatusNames) {
+		return nil, fmt.Errorf("fsm: job status %d has no name", uint8(s))
+	}
+	return []byte(jobStatusNames[s]), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *JobStatus) UnmarshalText(b []byte) error {
+	p, err := ParseJobStatus(string(b))
+	if err != nil {
+		return err
+	}
+	*s = p
+	return nil
+}
+
+// ParseJobStatus reads a status name ("RUNNING").
+func ParseJobStatus(name string) (JobStatus, error) {
+	for i, n := range jobStatusNames {
+		if i > 0 && n == name {
+			return JobStatus(i), nil
+		}
+	}
+	return 0, fmt.Errorf("fsm: unknown job status %q", name)
+}
+
+// RegionState is what the ledger knows of one assigned region of a job.
+type RegionState struct {
+	Region      string
+	Accepted    bool
+	WorkerCount uint32 // from the latest JobAccepted in canonical order
+	Completed   uint64 // cumulative: the maximum reported
+	Failed      uint64 // cumulative: the maximum reported
+	// Stats holds, per name, the maximum reported value; at most MaxStats
+	// names (the smallest in name order) are kept.
+	Stats              Stats
+	Done               bool // some report said the region finished
+	CancelAcked        bool // the region acked while a cancellation was in force
+	WorkflowsCancelled uint32
+}
+
+// Status names the region's phase for the API: PENDING, RUNNING, DONE or
+// CANCELLED.
+func (r *RegionState) Status() string {
+	switch {
+	case r.CancelAcked:
+		return "CANCELLED"
+	case r.Done:
+		return "DONE"
+	case r.Accepted:
+		return "RUNNING"
+	}
+	return "PENDING"
+}
+
+// Decision is the decisive event in force (cancel requested, completed,
+// failed or timed out). Type 0 means none.
+type Decision struct {
+	Type    EventType
+	EventID EventID
+	HLC     hlc.Timestamp
+	Fence   uint64
+	Node    string
+	Body    Body // the event's body; read-only
+}
+
+// JobState is a job as the ledger folds it from the set of its stored
+// events (fsm/DESIGN.md). Values handed out by a Store or the Ledger are
+// shared and read-only.
+type JobState struct {
+	JobID  string
+	Tenant string
+	Status JobStatus
+	// Fence is the highest fence of the control events that took effect.
+	Fence uint64
+	Spec  JobSpec
+	// Regions holds one entry per assigned region, sorted by name.
+	Regions []RegionState
+	// Created is the canonical position of the job's JobCreated, the
+	// first event of its history.
+	Created EventKey
+	// HLC is the HLC of the last event that took effect.
+	HLC      hlc.Timestamp
+	Decision Decision
+	// Last is the greatest canonical position among the job's stored job
+	// events; Events counts them (absorbed ones included).
+	Last   EventKey
+	Events uint32
+}
+
+// Region returns the state of an assigned region, or nil.
+func (s *JobState) Region(region string) *RegionState {
+	if i := s.regionIndex(region); i >= 0 {
+		return &s.Regions[i]
+	}
+	return nil
+}
+
+func (s *JobState) regionIndex(region string) int {
+	for i := range s.Regions {
+		if s.Regions[i].Region == region {
+			return i
+		}
+	}
+	return -1
+}
+
+// Clone returns a copy of s that may be changed without affecting s. Stats
+// slices and bodies stay shared: they are never changed in place.
+func (s *JobState) Clone() *JobState {
+	c := *s
+	c.Regions = slices.Clone(s.Regions)
+	return &c
+}

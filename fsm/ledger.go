@@ -1,0 +1,190 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Outcome is what applying one event did.
+type Outcome uint8
+
+// Outcomes of Apply, per event.
+const (
+	// OutcomeApplied: stored, and it changed the state.
+	OutcomeApplied Outcome = 1
+	// OutcomeDuplicate: an event with this id and the same content is
+	// already stored; nothing changed.
+	OutcomeDuplicate Outcome = 2
+	// OutcomeAbsorbed: stored in the job's history and the audit chain, no
+	// state change; Err says why (ErrTerminal, *TransitionError,
+	// *FenceError).
+	OutcomeAbsorbed Outcome = 3
+	// OutcomeRejected: not stored; Err says why.
+	OutcomeRejected Outcome = 4
+)
+
+var outcomeNames = [...]string{"", "applied", "duplicate", "absorbed", "rejected"}
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && o != 0 {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Stored reports whether the event is in the ledger after the outcome.
+func (o Outcome) Stored() bool { return o != OutcomeRejected }
+
+// Result is the outcome of one event of a batch.
+type Result struct {
+	Outcome Outcome
+	// Err is the reason of an absorbed or rejected event, nil otherwise.
+	Err error
+	// Seq is the event's position in its tenant's audit chain (of the
+	// stored original for a duplicate); 0 when rejected.
+	Seq uint64
+}
+
+// Config configures a Ledger.
+type Config struct {
+	// Store keeps the state. Required.
+	Store Store
+	// MaxListScan bounds the jobs one ListJobs call examines; default
+	// DefaultMaxListScan.
+	MaxListScan int
+}
+
+// Validate fills defaults and checks c.
+func (c *Config) Validate() error {
+	if c.MaxListScan == 0 {
+		c.MaxListScan = DefaultMaxListScan
+	}
+	switch {
+	case c.Store == nil:
+		return errors.New("fsm: config: Store is required")
+	case c.MaxListScan < 1:
+		return fmt.Errorf("fsm: config: MaxListScan %d is below 1", c.MaxListScan)
+	}
+	return nil
+}
+
+// Ledger is the replicated state machine of one Raft group: it applies
+// batches of events to a Store under the rules of fsm/DESIGN.md and serves
+// the reads the API needs. It does not import hashicorp/raft; package
+// cluster wraps it as a raft.FSM (Apply/ApplyEncoded, Snapshot, Restore,
+// AppliedIndex).
+//
+// Apply, ApplyEncoded and Restore are serialized by the Ledger (Raft calls
+// them from one goroutine anyway). Reads, Snapshot included, may run
+// concurrently with them and see the state of some applied batch.
+type Ledger struct {
+	store   Store
+	maxScan int
+
+	applyMu sync.Mutex // serializes Apply and Restore
+	ap      applier    // scratch of Apply, guarded by applyMu
+	bodies  [][]byte   // scratch of ApplyEncoded, guarded by applyMu
+	applied atomic.Uint64
+}
+
+// New returns a ledger over cfg.Store, resuming at its applied index.
+func New(cfg Config) (*Ledger, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Ledger{store: cfg.Store, maxScan: cfg.MaxListScan}
+	l.ap.init()
+	var applied uint64
+	err := cfg.Store.View(func(tx ReadTx) error {
+		var err error
+		applied, err = tx.AppliedIndex()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open ledger: %w", err)
+	}
+	l.applied.Store(applied)
+	return l, nil
+}
+
+// AppliedIndex returns the Raft index of the last applied batch.
+func (l *Ledger) AppliedIndex() uint64 { return l.applied.Load() }
+
+// Apply applies a batch of events carried by the Raft entry at index, in
+// one store transaction, and returns one Result per event. It is
+// deterministic: replicas that apply the same entries in the same order
+// hold the same state. A batch whose index is not above the applied index
+// was applied before and is skipped wholesale: Apply returns nil results.
+//
+// Apply takes ownership of the events (they are stored, not copied). An
+// error means the store failed; the batch is then not applied at all and
+// the caller must stop (a replica that cannot apply cannot go on).
+func (l *Ledger) Apply(index uint64, batch []Event) ([]Result, error) {
+	if index == 0 {
+		return nil, errors.New("fsm: apply: raft index 0")
+	}
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
+	return l.applyLocked(index, batch, nil)
+}
+
+// applyLocked applies a batch; bodies, if not nil, holds each event's
+// encoded body.
+func (l *Ledger) applyLocked(index uint64, batch []Event, bodies [][]byte) ([]Result, error) {
+	if index <= l.applied.Load() {
+		return nil, nil
+	}
+	results := make([]Result, len(batch))
+	a := &l.ap
+	err := l.store.Update(func(tx Tx) error {
+		a.begin(tx)
+		for i := range batch {
+			var raw []byte
+			if bodies != nil {
+				raw = bodies[i]
+			}
+			r, err := a.apply(&batch[i], raw)
+			if err != nil {
+				return fmt.Errorf("event %d (%s): %w", i, batch[i].ID, err)
+			}
+			results[i] = r
+		}
+		if err := a.flush(); err != nil {
+			return err
+		}
+		return tx.SetAppliedIndex(index)
+	})
+	a.end()
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply index %d: %w", index, err)
+	}
+	l.applied.Store(index)
+	return results, nil
+}
+
+// ApplyEncoded decodes a batch (EncodeBatch) and applies it at index. A
+// batch that does not decode is rejected as a whole, deterministically:
+// its index is recorded as applied and the single result says why.
+func (l *Ledger) ApplyEncoded(index uint64, data []byte) ([]Result, error) {
+	if index == 0 {
+		return nil, errors.New("fsm: apply: raft index 0")
+	}
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
+	if index <= l.applied.Load() {
+		return nil, nil
+	}
+	events, bodies, derr := decodeBatch(data, l.bodies[:0])
+	defer func() { clear(bodies); l.bodies = bodies[:0] }()
+	if derr == nil {
+		return l.applyLocked(index, events, bodies)
+	}
+	if err := l.store.Update(func(tx Tx) error { return tx.SetAppliedIndex(index) }); err != nil {
+		return nil, fmt.Errorf("fsm: apply index %d: %w", index, err)
+	}
+	l.applied.Store(index)
+	return []Result{{Outcome: OutcomeRejected, Err: derr}}, nil
+}

@@ -1,0 +1,336 @@
+package fsm
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Reads. Each runs in one store View, so it sees the state of one applied
+// batch. Tenant-scoped reads answer ErrNotFound for another tenant's job,
+// so they do not reveal that it exists.
+
+// errStop ends an iteration early.
+var errStop = errors.New("stop")
+
+// Job returns the state of a job of tenant.
+func (l *Ledger) Job(tenant, jobID string) (*JobState, error) {
+	var s *JobState
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		s, err = tx.Job(jobID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: read job %s: %w", jobID, err)
+	}
+	if s == nil || s.Tenant != tenant {
+		return nil, fmt.Errorf("fsm: job %s: %w", jobID, ErrNotFound)
+	}
+	return s, nil
+}
+
+// JobQuery selects a page of jobs.
+type JobQuery struct {
+	// Tenant scopes the list; empty lists every tenant (operators only:
+	// the HTTP layer decides who may).
+	Tenant string
+	// Status and Region filter; zero values match every job.
+	Status JobStatus
+	Region string
+	// Limit bounds the page: default DefaultListLimit, at most
+	// MaxListLimit.
+	Limit int
+	// Cursor continues a previous page (JobPage.Next); empty starts at the
+	// first job.
+	Cursor string
+}
+
+// JobPage is one page of jobs in id order. Next is the cursor of the
+// following page, empty at the end. A page may hold fewer than Limit jobs
+// and still have a Next: each call examines at most MaxListScan jobs.
+type JobPage struct {
+	Jobs []*JobState
+	Next string
+}
+
+// ListJobs returns a page of jobs matching q, in id order.
+func (l *Ledger) ListJobs(q JobQuery) (JobPage, error) {
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return JobPage{}, err
+	}
+	after, err := decodeCursor(q.Cursor, 'j')
+	if err != nil {
+		return JobPage{}, err
+	}
+	var page JobPage
+	err = l.store.View(func(tx ReadTx) error {
+		scanned := 0
+		return tx.Jobs(q.Tenant, after, func(s *JobState) error {
+			scanned++
+			if matches(s, &q) {
+				page.Jobs = append(page.Jobs, s)
+			}
+			if len(page.Jobs) == limit || scanned == l.maxScan {
+				page.Next = encodeCursor('j', s.JobID)
+				return errStop
+			}
+			return nil
+		})
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return JobPage{}, fmt.Errorf("fsm: list jobs: %w", err)
+	}
+	return page, nil
+}
+
+func matches(s *JobState, q *JobQuery) bool {
+	if q.Status != JobStatusUnknown && s.Status != q.Status {
+		return false
+	}
+	return q.Region == "" || s.regionIndex(q.Region) >= 0
+}
+
+func pageLimit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultListLimit, nil
+	case n < 0:
+		return 0, fmt.Errorf("fsm: page limit %d is negative", n)
+	case n > MaxListLimit:
+		return 0, &LimitError{Field: "limit", Limit: MaxListLimit, Got: n}
+	}
+	return n, nil
+}
+
+// Cursors are opaque to clients: base64url of a kind byte and the position
+// (a job id, a sortable event key, a workflow id).
+func encodeCursor(kind byte, pos string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{kind}, pos...))
+}
+
+func decodeCursor(c string, kind byte) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	if len(c) > 2*MaxWorkflowIDBytes {
+		return "", fmt.Errorf("%w: %d bytes", ErrInvalidCursor, len(c))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 2 || b[0] != kind {
+		return "", ErrInvalidCursor
+	}
+	return string(b[1:]), nil
+}
+
+// EventQuery selects a page of a job's events.
+type EventQuery struct {
+	Tenant string
+	JobID  string
+	Limit  int    // default DefaultListLimit, at most MaxListLimit
+	Cursor string // EventPage.Next of the previous page
+}
+
+// EventPage is a page of a job's stored events (job and workflow events)
+// in canonical order, each with its HLC, chain sequence and link.
+type EventPage struct {
+	Events []*StoredEvent
+	Next   string
+}
+
+// JobEvents returns a page of a job's history.
+func (l *Ledger) JobEvents(q EventQuery) (EventPage, error) {
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return EventPage{}, err
+	}
+	pos, err := decodeCursor(q.Cursor, 'e')
+	if err != nil {
+		return EventPage{}, err
+	}
+	var after EventKey
+	if pos != "" {
+		if after, err = parseSortableKey(pos); err != nil {
+			return EventPage{}, err
+		}
+	}
+	var page EventPage
+	err = l.store.View(func(tx ReadTx) error {
+		s, err := tx.Job(q.JobID)
+		if err != nil {
+			return err
+		}
+		if s != nil && s.Tenant != q.Tenant {
+			return ErrNotFound
+		}
+		return tx.JobEvents(q.JobID, after, func(se *StoredEvent) error {
+			if se.Tenant != q.Tenant {
+				return ErrNotFound
+			}
+			page.Events = append(page.Events, se)
+			if len(page.Events) == limit {
+				page.Next = encodeCursor('e', string(se.Key().AppendSortable(nil)))
+				return errStop
+			}
+			return nil
+		})
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return EventPage{}, fmt.Errorf("fsm: job %s events: %w", q.JobID, err)
+	}
+	if len(page.Events) == 0 && pos == "" {
+		return EventPage{}, fmt.Errorf("fsm: job %s events: %w", q.JobID, ErrNotFound)
+	}
+	return page, nil
+}
+
+func parseSortableKey(s string) (EventKey, error) {
+	if len(s) != EventKeyLen {
+		return EventKey{}, ErrInvalidCursor
+	}
+	b := []byte(s)
+	var k EventKey
+	var w uint64
+	for _, c := range b[:8] {
+		w = w<<8 | uint64(c)
+	}
+	if w > 1<<63-1 {
+		return EventKey{}, ErrInvalidCursor
+	}
+	k.HLC.WallMs = int64(w)
+	k.HLC.Logical = uint32(b[8])<<24 | uint32(b[9])<<16 | uint32(b[10])<<8 | uint32(b[11])
+	k.HLC.Node = uint32(b[12])<<24 | uint32(b[13])<<16 | uint32(b[14])<<8 | uint32(b[15])
+	copy(k.ID[:], b[16:])
+	return k, nil
+}
+
+// WorkflowQuery selects a page of a job's workflows.
+type WorkflowQuery struct {
+	Tenant string
+	JobID  string
+	Limit  int
+	Cursor string
+}
+
+// WorkflowPage is a page of workflows in id order.
+type WorkflowPage struct {
+	Workflows []*WorkflowState
+	Next      string
+}
+
+// Workflows returns a page of the workflows of a job.
+func (l *Ledger) Workflows(q WorkflowQuery) (WorkflowPage, error) {
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return WorkflowPage{}, err
+	}
+	after, err := decodeCursor(q.Cursor, 'w')
+	if err != nil {
+		return WorkflowPage{}, err
+	}
+	prefix := q.JobID + "/"
+	if after != "" && !strings.HasPrefix(after, prefix) {
+		return WorkflowPage{}, ErrInvalidCursor
+	}
+	var page WorkflowPage
+	err = l.store.View(func(tx ReadTx) error {
+		return tx.Workflows(prefix, func(w *WorkflowState) error {
+			if w.ID <= after {
+				return nil
+			}
+			if w.Tenant != q.Tenant {
+				return ErrNotFound
+			}
+			page.Workflows = append(page.Workflows, w)
+			if len(page.Workflows) == limit {
+				page.Next = encodeCursor('w', w.ID)
+				return errStop
+			}
+			return nil
+		})
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return WorkflowPage{}, fmt.Errorf("fsm: job %s workflows: %w", q.JobID, err)
+	}
+	return page, nil
+}
+
+// Workers returns the worker registry in id order.
+func (l *Ledger) Workers() ([]*WorkerState, error) {
+	var ws []*WorkerState
+	err := l.store.View(func(tx ReadTx) error {
+		return tx.Workers(func(w *WorkerState) error {
+			ws = append(ws, w)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: list workers: %w", err)
+	}
+	return ws, nil
+}
+
+// ChainHead returns a tenant's audit chain head (zero if it has none).
+func (l *Ledger) ChainHead(tenant string) (ChainHead, error) {
+	var h ChainHead
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		h, _, err = tx.ChainHead(tenant)
+		return err
+	})
+	if err != nil {
+		return ChainHead{}, fmt.Errorf("fsm: chain head %q: %w", tenant, err)
+	}
+	return h, nil
+}
+
+// VerifyChain recomputes a tenant's audit chain from its stored events and
+// returns the verified head, or a *ChainError naming the first broken link
+// (sequence number, event id, job id).
+func (l *Ledger) VerifyChain(tenant string) (ChainHead, error) {
+	var h ChainHead
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		h, err = verifyChain(tx, tenant)
+		return err
+	})
+	return h, err
+}
+
+// JobDigest returns the state digest of a job of tenant.
+func (l *Ledger) JobDigest(tenant, jobID string) (Hash, error) {
+	s, err := l.Job(tenant, jobID)
+	if err != nil {
+		return Hash{}, err
+	}
+	return s.Digest()
+}
+
+// Digest returns the whole-ledger digest: SHA-256 over every job's id and
+// state digest, in id order, and the applied index it was taken at.
+func (l *Ledger) Digest() (Hash, uint64, error) {
+	var h Hash
+	var index uint64
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		if index, err = tx.AppliedIndex(); err != nil {
+			return err
+		}
+		h, err = digestJobs(tx)
+		return err
+	})
+	if err != nil {
+		return Hash{}, 0, fmt.Errorf("fsm: digest: %w", err)
+	}
+	return h, index, nil
+}
+
+func digestJobs(tx ReadTx) (Hash, error) {
+	d := newLedgerDigest()
+	if err := tx.Jobs("", "", d.add); err != nil {
+		return Hash{}, err
+	}
+	return d.sum(), nil
+}

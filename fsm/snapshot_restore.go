@@ -1,0 +1,182 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+)
+
+// Restore stages: records come in this order (chains first, workers last).
+const (
+	stageChains = iota
+	stageJobs
+	stageWorkflows
+	stageWorkers
+)
+
+// restorer checks and stores the records of a snapshot body. It enforces
+// the order Snapshot writes (so a damaged or spliced stream is refused)
+// and recomputes every chain link while reading.
+type restorer struct {
+	tx     Tx
+	digest *ledgerDigest
+	stage  int
+	buf    []byte
+
+	haveTenant bool
+	tenant     string
+	want, head ChainHead // the chain head record, the head recomputed so far
+	inChain    bool
+
+	lastJob, lastWorkflow, lastWorker string
+}
+
+func (r *restorer) enter(stage int) error {
+	if stage < r.stage {
+		return fmt.Errorf("record out of order")
+	}
+	if stage > stageChains {
+		if err := r.endChain(); err != nil {
+			return err
+		}
+	}
+	r.stage = stage
+	return nil
+}
+
+func (r *restorer) record(typ byte, p []byte) error {
+	switch typ {
+	case snapChainHead:
+		return r.chainHead(p)
+	case snapEvent:
+		return r.event(p)
+	case snapJob:
+		return r.job(p)
+	case snapWorkflow:
+		return r.workflow(p)
+	case snapWorker:
+		return r.worker(p)
+	}
+	return fmt.Errorf("unknown record type %d", typ)
+}
+
+func (r *restorer) chainHead(p []byte) error {
+	if err := r.enter(stageChains); err != nil {
+		return err
+	}
+	if err := r.endChain(); err != nil {
+		return err
+	}
+	rd := reader{b: p}
+	tenant := rd.str("tenant", MaxNameBytes)
+	if rd.err != nil {
+		return rd.err
+	}
+	h, err := DecodeChainHead(p[rd.off:])
+	if err != nil {
+		return err
+	}
+	if r.haveTenant && tenant <= r.tenant {
+		return fmt.Errorf("chain of tenant %q out of order", tenant)
+	}
+	r.haveTenant, r.tenant, r.want, r.head, r.inChain = true, tenant, h, ChainHead{}, true
+	return r.tx.PutChainHead(tenant, h)
+}
+
+// endChain checks that the events of the current chain reached its head.
+func (r *restorer) endChain() error {
+	if !r.inChain {
+		return nil
+	}
+	r.inChain = false
+	if r.head != r.want {
+		return fmt.Errorf("chain of tenant %q: events end at seq %d, head says %d", r.tenant, r.head.Seq, r.want.Seq)
+	}
+	return nil
+}
+
+func (r *restorer) event(p []byte) error {
+	if !r.inChain || r.stage != stageChains {
+		return fmt.Errorf("event outside a chain")
+	}
+	se, err := DecodeStoredEvent(p)
+	if err != nil {
+		return err
+	}
+	if err := se.Validate(); err != nil {
+		return fmt.Errorf("event %s: %w", se.ID, err)
+	}
+	if se.Tenant != r.tenant || se.Seq != r.head.Seq+1 {
+		return fmt.Errorf("event %s: tenant %q seq %d in the chain of %q at seq %d", se.ID, se.Tenant, se.Seq, r.tenant, r.head.Seq)
+	}
+	if r.buf, err = AppendBody(r.buf[:0], se.Body); err != nil {
+		return err
+	}
+	if Hash(sha256.Sum256(r.buf)) != se.BodyHash {
+		return &ChainError{Tenant: r.tenant, Seq: se.Seq, EventID: se.ID, JobID: se.JobID, Reason: "body does not match its stored hash"}
+	}
+	link := ChainLink(r.head, &se.Event, se.BodyHash)
+	if link != se.Link {
+		return &ChainError{Tenant: r.tenant, Seq: se.Seq, EventID: se.ID, JobID: se.JobID, Reason: "stored link does not match the recomputed link"}
+	}
+	r.head = ChainHead{Seq: se.Seq, Link: link}
+	return r.tx.PutEvent(se)
+}
+
+func (r *restorer) job(p []byte) error {
+	if err := r.enter(stageJobs); err != nil {
+		return err
+	}
+	s, err := DecodeJobState(p)
+	if err != nil {
+		return err
+	}
+	if r.lastJob != "" && s.JobID <= r.lastJob {
+		return fmt.Errorf("job %s out of order", s.JobID)
+	}
+	if _, err := ParseJobID(s.JobID); err != nil {
+		return err
+	}
+	r.lastJob = s.JobID
+	if err := r.digest.add(s); err != nil {
+		return err
+	}
+	return r.tx.PutJob(s)
+}
+
+func (r *restorer) workflow(p []byte) error {
+	if err := r.enter(stageWorkflows); err != nil {
+		return err
+	}
+	w, err := DecodeWorkflowState(p)
+	if err != nil {
+		return err
+	}
+	if r.lastWorkflow != "" && w.ID <= r.lastWorkflow || w.ID == "" {
+		return fmt.Errorf("workflow %q out of order", w.ID)
+	}
+	r.lastWorkflow = w.ID
+	return r.tx.PutWorkflow(w)
+}
+
+func (r *restorer) worker(p []byte) error {
+	if err := r.enter(stageWorkers); err != nil {
+		return err
+	}
+	w, err := DecodeWorkerState(p)
+	if err != nil {
+		return err
+	}
+	if r.lastWorker != "" && w.ID <= r.lastWorker || w.ID == "" {
+		return fmt.Errorf("worker %q out of order", w.ID)
+	}
+	r.lastWorker = w.ID
+	return r.tx.PutWorker(w)
+}
+
+// appendTenantHead is the payload of a chain head record.
+func appendTenantHead(b []byte, tenant string, h ChainHead) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(len(tenant)))
+	b = append(b, tenant...)
+	return AppendChainHead(b, h)
+}
