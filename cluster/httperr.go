@@ -53,13 +53,6 @@ func writeError(w http.ResponseWriter, err error) {
 	}{ae})
 }
 
-// writeJSON renders v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // decodeJSON reads exactly one JSON value of at most limit bytes into v,
 // refusing unknown fields and trailing data. An oversized body is a 413 that
 // names the limit.
