@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+func TestFSMAdapter_EntryEnvelopeRoundTrip(t *testing.T) {
+	tests := []struct {
+		name    string
+		batches [][]byte
+	}{
+		{name: "one batch", batches: [][]byte{{1, 2, 3}}},
+		{name: "three batches", batches: [][]byte{{1}, bytes.Repeat([]byte{7}, 200), {9, 9}}},
+		{name: "largest batch", batches: [][]byte{make([]byte, fsm.MaxBatchBytes)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := appendEntry(nil, tt.batches)
+			if len(data) != encodedEntryLen(tt.batches) || len(data) > MaxEntryBytes {
+				t.Fatalf("encoded %d bytes, encodedEntryLen %d, limit %d", len(data), encodedEntryLen(tt.batches), MaxEntryBytes)
+			}
+			got, err := decodeEntry(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, tt.batches, bytes.Equal) {
+				t.Fatal("decoded batches differ")
+			}
+		})
+	}
+}
+
+func TestFSMAdapter_EntryEnvelopeRejectsMalformedInput(t *testing.T) {
+	big := binary.AppendUvarint([]byte{EntryVersion}, MaxEntryBatches+1)
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{name: "empty", data: nil},
+		{name: "unknown version", data: []byte{2, 1, 1, 0}},
+		{name: "no count", data: []byte{EntryVersion}},
+		{name: "zero batches", data: []byte{EntryVersion, 0}},
+		{name: "too many batches", data: append(big, make([]byte, 2*(MaxEntryBatches+1))...)},
+		{name: "count beyond input", data: []byte{EntryVersion, 3, 1, 0}},
+		{name: "non-minimal count", data: []byte{EntryVersion, 0x81, 0x00, 1, 0}},
+		{name: "empty batch", data: []byte{EntryVersion, 1, 0, 0}},
+		{name: "batch beyond input", data: []byte{EntryVersion, 1, 5, 0}},
+		{name: "non-minimal length", data: []byte{EntryVersion, 1, 0x81, 0x00, 0}},
+		{name: "trailing bytes", data: []byte{EntryVersion, 1, 1, 0, 0}},
+		{name: "over the size limit", data: append([]byte{EntryVersion, 1}, make([]byte, MaxEntryBytes)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := decodeEntry(tt.data); !errors.Is(err, ErrBadEntry) {
+				t.Fatalf("decodeEntry: %v, want ErrBadEntry", err)
+			}
+		})
+	}
+}
+
+func TestProposer_BatchHeaderChecks(t *testing.T) {
+	good := mustBatch(t, jobEvent(1), jobEvent(2))
+	tests := []struct {
+		name  string
+		batch []byte
+		want  int // events; 0: ErrInvalidBatch
+	}{
+		{name: "valid", batch: good, want: 2},
+		{name: "empty", batch: nil},
+		{name: "no events", batch: []byte{fsm.BatchVersion, 0}},
+		{name: "unknown version", batch: append([]byte{9}, good[1:]...)},
+		{name: "too many events", batch: binary.AppendUvarint([]byte{fsm.BatchVersion}, fsm.MaxBatchEvents+1)},
+		{name: "too large", batch: append([]byte{fsm.BatchVersion, 1}, make([]byte, fsm.MaxBatchBytes)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := batchEventCount(tt.batch)
+			if n != tt.want || (tt.want == 0) != errors.Is(err, ErrInvalidBatch) {
+				t.Fatalf("batchEventCount = %d, %v; want %d", n, err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzDecodeEntry: decodeEntry never panics, allocates at most one slice
+// header per two input bytes, and what it accepts re-encodes to the same
+// bytes.
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(appendEntry(nil, [][]byte{{1, 2, 3}}))
+	f.Add(appendEntry(nil, [][]byte{{1}, {2, 3}, bytes.Repeat([]byte{4}, 300)}))
+	f.Add([]byte{EntryVersion, 0x81, 0x00, 1, 0})
+	f.Add([]byte{EntryVersion, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		batches, err := decodeEntry(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadEntry) {
+				t.Fatalf("error %v does not wrap ErrBadEntry", err)
+			}
+			return
+		}
+		if len(batches) > len(data)/minEntryBatchBytes {
+			t.Fatalf("%d batches from %d bytes", len(batches), len(data))
+		}
+		if again := appendEntry(nil, batches); !bytes.Equal(again, data) {
+			t.Fatalf("re-encoding differs:\n%x\n%x", again, data)
+		}
+	})
+}

@@ -1,0 +1,546 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/wal"
+)
+
+// WALRecordLedgerBatch is the NodeWAL record type of a ledger batch: the
+// payload is an fsm.EncodeBatch encoding, the HLC that of the batch's
+// first event. It is on disk: never change or reuse it.
+const WALRecordLedgerBatch uint8 = 1
+
+// Committer commits a batch in the node's Raft group and returns once it is
+// applied: *Proposer. A *NotLeaderError sends the batch to the Forwarder.
+type Committer interface {
+	Propose(ctx context.Context, batch []byte) (Proposal, error)
+}
+
+// Forwarder hands a batch to the group's leader, which commits it with its
+// own Proposer and answers with the proposal. The node implements it with
+// a call to the leader's internal API. It must honour ctx. Every error is
+// retried with backoff (a *NotLeaderError when leadership moved, a network
+// error, ...), except one wrapping ErrInvalidBatch.
+type Forwarder interface {
+	Forward(ctx context.Context, leader Leader, batch []byte) (Proposal, error)
+}
+
+// ForwarderFunc adapts a function to the Forwarder interface.
+type ForwarderFunc func(ctx context.Context, leader Leader, batch []byte) (Proposal, error)
+
+// Forward calls f.
+func (f ForwarderFunc) Forward(ctx context.Context, leader Leader, batch []byte) (Proposal, error) {
+	return f(ctx, leader, batch)
+}
+
+// Defaults of PipelineConfig.
+const (
+	DefaultPipelinePending   = 8192
+	DefaultPipelineWindow    = 1 << 20
+	DefaultAttemptTimeout    = 10 * time.Second
+	DefaultWatermarkInterval = 20 * time.Millisecond
+	DefaultProposeRetryFirst = 10 * time.Millisecond
+	DefaultProposeRetryMax   = time.Second
+)
+
+// PipelineConfig configures a Pipeline. Zero fields take the defaults.
+type PipelineConfig struct {
+	// Tier is the level this node's ledger lands in: DurabilityRegional
+	// (manager) or DurabilityGlobal (gate). Required.
+	Tier Durability
+	// WAL is the node's NodeWAL, already open. Required. The pipeline
+	// must be its only writer (see Pipeline).
+	WAL *wal.WAL
+	// Committer proposes on this node (its *Proposer). Required.
+	Committer Committer
+	// Forwarder reaches the leader from a follower. Nil: a follower
+	// retries until this node is leader (a single-node group).
+	Forwarder Forwarder
+	// MaxPending bounds the records between NodeWAL append and tier
+	// (each holds its batch and a goroutine): beyond it, Submit fails with
+	// ErrBackpressure and Recover waits.
+	MaxPending int
+	// MaxWindow bounds the LSNs above the watermark (records pending, or
+	// finished above one still pending): beyond it, Submit fails with
+	// ErrBackpressure.
+	MaxWindow int
+	// AttemptTimeout bounds one propose or forward attempt.
+	AttemptTimeout time.Duration
+	// WatermarkInterval is the least time between two checkpoint writes
+	// of the tier watermark.
+	WatermarkInterval time.Duration
+	// RetryFirst and RetryMax bound the backoff between attempts (doubling,
+	// with jitter) while there is no leader or the leader fails.
+	RetryFirst time.Duration
+	RetryMax   time.Duration
+	// Logger defaults to discarding; Registerer nil registers nothing.
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Validate fills the defaults of zero fields and checks c.
+func (c *PipelineConfig) Validate() error {
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultPipelinePending
+	}
+	if c.MaxWindow == 0 {
+		c.MaxWindow = DefaultPipelineWindow
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if c.WatermarkInterval == 0 {
+		c.WatermarkInterval = DefaultWatermarkInterval
+	}
+	if c.RetryFirst == 0 {
+		c.RetryFirst = DefaultProposeRetryFirst
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = DefaultProposeRetryMax
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := checkTier(c.Tier); err != nil {
+		return fmt.Errorf("cluster: pipeline config: %w", err)
+	}
+	switch {
+	case c.WAL == nil || c.Committer == nil:
+		return errors.New("cluster: pipeline config: WAL and Committer are required")
+	case c.MaxPending < 1 || c.MaxWindow < c.MaxPending:
+		return fmt.Errorf("cluster: pipeline config: MaxPending %d < 1 or MaxWindow %d below it", c.MaxPending, c.MaxWindow)
+	case c.AttemptTimeout <= 0 || c.WatermarkInterval < 0 || c.RetryFirst <= 0 || c.RetryMax < c.RetryFirst:
+		return fmt.Errorf("cluster: pipeline config: AttemptTimeout %s, WatermarkInterval %s, RetryFirst %s, RetryMax %s",
+			c.AttemptTimeout, c.WatermarkInterval, c.RetryFirst, c.RetryMax)
+	}
+	return nil
+}
+
+// SubmitResult is what Submit reached.
+type SubmitResult struct {
+	// Level is the level the batch had reached when Submit returned: the
+	// acknowledged level on success; on error, what still holds (LOCAL:
+	// fsynced, and climbing to the tier in the background).
+	Level Durability
+	// LSN is the batch's NodeWAL record.
+	LSN wal.LSN
+	// Index is the Raft index of the entry that carried the batch (for
+	// session tokens); 0 below the tier.
+	Index uint64
+	// Results has one result per event, in order; nil below the tier.
+	Results []fsm.Result
+}
+
+// Pipeline is a node's commit path (DESIGN §4, cluster/DESIGN.md):
+//
+//	Submit ─► encode batch ─► NodeWAL append ─► ack LOCAL
+//	        ─► propose (leader: Committer; follower: Forwarder to the leader)
+//	        ─► commit + apply ─► ack at the tier ─► advance the tier watermark
+//
+// Every appended record climbs to the tier in its own goroutine, whatever
+// level its caller waits for: a record acknowledged at NONE or LOCAL keeps
+// being proposed, with backoff while there is no leader, until it reaches
+// the tier or the pipeline is closed.
+//
+// Watermark: records reach the tier out of order; the tier watermark of
+// the NodeWAL (REGIONAL on a manager, GLOBAL on a gate) is advanced to the
+// highest LSN at or below which every record has reached it, by one
+// goroutine that coalesces progress into few checkpoint writes. The
+// pipeline must be the NodeWAL's only writer: an LSN it did not append
+// would hold the watermark back. APPLIED is not tracked: on a follower the
+// tier is reached when the leader applied, before this node did.
+//
+// Recovery: after NewPipeline, call Recover once. It re-proposes every
+// ledger record above the tier watermark (all that had not reached the
+// tier when the node stopped; duplicates of those that had are harmless,
+// apply is idempotent by event id). It may run concurrently with Submit.
+//
+// Methods are safe for concurrent use.
+type Pipeline struct {
+	cfg   PipelineConfig
+	log   *slog.Logger
+	m     *pipelineMetrics
+	level wal.Level
+
+	marks       *lsnTracker
+	recoverFrom wal.LSN // first LSN Recover re-proposes
+	recoverTo   wal.LSN // last LSN on disk at NewPipeline
+	recovered   atomic.Bool
+
+	slots chan struct{} // one token per record between append and tier
+
+	ctx    context.Context // ends at Close; every climb runs under it
+	cancel context.CancelFunc
+
+	closeMu sync.RWMutex // closed, and climbs.Add against climbs.Wait
+	closed  bool
+	climbs  sync.WaitGroup
+
+	kick      chan struct{} // the watermark may have moved; capacity 1
+	stopFlush chan struct{}
+	flushDone chan struct{}
+	persisted wal.LSN // owned by the flush goroutine
+	closeOnce sync.Once
+}
+
+// op is one record climbing to the tier.
+type op struct {
+	lsn   wal.LSN
+	batch []byte
+	out   Proposal
+	err   error
+	done  chan struct{} // closed once out or err is set
+}
+
+func (o *op) finish(out Proposal, err error) {
+	o.out, o.err = out, err
+	close(o.done)
+}
+
+// NewPipeline returns a pipeline over cfg.WAL, whose tier watermark it
+// starts from. Call Recover next.
+func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newPipelineMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	level := walLevel(cfg.Tier)
+	mark, last := cfg.WAL.Watermarks().Get(level), cfg.WAL.LastLSN()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pipeline{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		m:           m,
+		level:       level,
+		marks:       newLSNTracker(mark, last),
+		recoverFrom: mark + 1,
+		recoverTo:   last,
+		slots:       make(chan struct{}, cfg.MaxPending),
+		ctx:         ctx,
+		cancel:      cancel,
+		kick:        make(chan struct{}, 1),
+		stopFlush:   make(chan struct{}),
+		flushDone:   make(chan struct{}),
+		persisted:   mark,
+	}
+	m.watermark.Set(float64(mark))
+	go p.flushLoop()
+	return p, nil
+}
+
+// Submit writes events as one batch and returns when it has reached the
+// acknowledgement level for level on this node's tier (see ackLevel: a
+// level above the tier is a *DurabilityError, one not on the path rounds
+// up). NONE returns once the record is queued for the NodeWAL, LOCAL once
+// it is fsynced, REGIONAL/GLOBAL once the tier's Raft group applied it.
+//
+// Errors before the NodeWAL append (invalid level or batch,
+// ErrBackpressure, ErrClosed) change nothing. After it, the result's Level
+// says what holds, and the record keeps climbing in the background: if
+// ctx ends, Submit returns ctx's error with Level LOCAL (once fsynced).
+func (p *Pipeline) Submit(ctx context.Context, events []fsm.Event, level Durability) (SubmitResult, error) {
+	start := time.Now()
+	want, err := ackLevel(level, p.cfg.Tier)
+	if err != nil {
+		p.m.rejected.WithLabelValues("level").Inc()
+		return SubmitResult{}, err
+	}
+	if len(events) == 0 {
+		p.m.rejected.WithLabelValues("invalid").Inc()
+		return SubmitResult{}, fmt.Errorf("%w: no events", ErrInvalidBatch)
+	}
+	batch, err := fsm.EncodeBatch(events)
+	if err != nil {
+		p.m.rejected.WithLabelValues("invalid").Inc()
+		return SubmitResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	o, fut, err := p.append(batch, events[0].HLC)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	res := SubmitResult{Level: DurabilityNone, LSN: o.lsn}
+	if want > DurabilityNone {
+		if _, err := fut.Wait(ctx); err != nil {
+			return res, fmt.Errorf("cluster: submit: NodeWAL LSN %d: %w", o.lsn, err)
+		}
+		res.Level = DurabilityLocal
+	}
+	if want > DurabilityLocal {
+		select {
+		case <-o.done:
+		case <-ctx.Done():
+			return res, fmt.Errorf("cluster: submit: LSN %d is LOCAL, still climbing to %s: %w", o.lsn, p.cfg.Tier, ctx.Err())
+		}
+		if o.err != nil {
+			return res, o.err
+		}
+		res.Level, res.Index, res.Results = p.cfg.Tier, o.out.Index, o.out.Results
+	}
+	p.m.ack[res.Level].Observe(time.Since(start).Seconds())
+	return res, nil
+}
+
+// append admits a batch (a free slot, room in the window), appends it to
+// the NodeWAL and starts its climb.
+func (p *Pipeline) append(batch []byte, ts hlc.Timestamp) (*op, *wal.Future, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		p.m.rejected.WithLabelValues("backpressure").Inc()
+		return nil, nil, fmt.Errorf("%w: %d records between NodeWAL and tier", ErrBackpressure, p.cfg.MaxPending)
+	}
+	if span := p.marks.span(); span >= uint64(p.cfg.MaxWindow) {
+		<-p.slots
+		p.m.rejected.WithLabelValues("backpressure").Inc()
+		return nil, nil, fmt.Errorf("%w: %d LSNs above the %s watermark", ErrBackpressure, span, p.level)
+	}
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		<-p.slots
+		return nil, nil, ErrClosed
+	}
+	fut, err := p.cfg.WAL.AppendAsync(wal.Record{Type: WALRecordLedgerBatch, HLC: ts, Payload: batch})
+	if err != nil {
+		<-p.slots
+		if errors.Is(err, wal.ErrBackpressure) {
+			p.m.rejected.WithLabelValues("backpressure").Inc()
+			return nil, nil, fmt.Errorf("%w: %w", ErrBackpressure, err)
+		}
+		return nil, nil, fmt.Errorf("cluster: submit: NodeWAL append: %w", err)
+	}
+	o := &op{lsn: fut.LSN(), batch: batch, done: make(chan struct{})}
+	p.marks.add(o.lsn)
+	p.startClimbLocked(o, fut)
+	return o, fut, nil
+}
+
+// startClimbLocked starts o's climb; the caller holds a slot and
+// closeMu.RLock with closed false.
+func (p *Pipeline) startClimbLocked(o *op, fut *wal.Future) {
+	p.climbs.Add(1)
+	p.m.inFlight.Inc()
+	go p.climb(o, fut)
+}
+
+// climb waits for o's fsync (fut, nil for a recovered record), proposes
+// it until it reaches the tier, and advances the watermark.
+func (p *Pipeline) climb(o *op, fut *wal.Future) {
+	defer func() {
+		<-p.slots
+		p.m.inFlight.Dec()
+		p.climbs.Done()
+	}()
+	if fut != nil {
+		if _, err := fut.Wait(p.ctx); err != nil {
+			o.finish(Proposal{}, fmt.Errorf("cluster: NodeWAL LSN %d: %w", o.lsn, err))
+			return
+		}
+	}
+	out, err := p.propose(o)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrInvalidBatch), errors.Is(err, ErrBadEntry):
+		// Cannot happen to a batch this node encoded and the NodeWAL
+		// checked; retrying would hold the watermark back for good.
+		p.log.Error("dropping a NodeWAL record the tier refuses", "lsn", o.lsn, "err", err)
+		p.m.dropped.Inc()
+	default:
+		o.finish(Proposal{}, err)
+		return
+	}
+	p.reached(o.lsn)
+	o.finish(out, err)
+}
+
+// propose tries until o's batch is committed in the tier, a permanent
+// error, or Close.
+func (p *Pipeline) propose(o *op) (Proposal, error) {
+	wait := p.cfg.RetryFirst
+	for {
+		out, err := p.attempt(o.batch)
+		if err == nil {
+			return out, nil
+		}
+		if errors.Is(err, ErrInvalidBatch) || errors.Is(err, ErrBadEntry) {
+			return Proposal{}, err
+		}
+		if p.ctx.Err() != nil {
+			return Proposal{}, fmt.Errorf("%w: LSN %d not yet at %s: %w", ErrClosed, o.lsn, p.cfg.Tier, err)
+		}
+		p.m.retries.Inc()
+		p.log.Debug("propose failed, retrying", "lsn", o.lsn, "wait", wait, "err", err)
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+		}
+		wait = min(2*wait, p.cfg.RetryMax)
+	}
+}
+
+// attempt proposes batch once: on this node, or, when it is a follower
+// that knows the leader, through the Forwarder.
+func (p *Pipeline) attempt(batch []byte) (Proposal, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.AttemptTimeout)
+	defer cancel()
+	out, err := p.cfg.Committer.Propose(ctx, batch)
+	var nl *NotLeaderError
+	if err == nil || p.cfg.Forwarder == nil || !errors.As(err, &nl) || nl.Leader.ID == "" {
+		return out, err
+	}
+	p.m.forwarded.Inc()
+	return p.cfg.Forwarder.Forward(ctx, nl.Leader, batch)
+}
+
+// reached records that lsn reached the tier and wakes the flusher if the
+// watermark moved.
+func (p *Pipeline) reached(lsn wal.LSN) {
+	if _, moved := p.marks.finish(lsn); moved {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// flushLoop writes the watermark to the NodeWAL's checkpoint whenever it
+// moved, at most once per WatermarkInterval: a checkpoint costs two
+// fsyncs that compete with the NodeWAL's and Raft's, and progress made in
+// between is coalesced into the next write.
+func (p *Pipeline) flushLoop() {
+	defer close(p.flushDone)
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	for {
+		select {
+		case <-p.kick:
+		case <-p.stopFlush:
+			p.flush()
+			return
+		}
+		p.flush()
+		pause.Reset(p.cfg.WatermarkInterval)
+		select {
+		case <-pause.C:
+		case <-p.stopFlush:
+			p.flush()
+			return
+		}
+	}
+}
+
+func (p *Pipeline) flush() {
+	mark := p.marks.Mark()
+	if mark <= p.persisted {
+		return
+	}
+	if err := p.cfg.WAL.SetWatermark(p.level, mark); err != nil {
+		p.log.Error("set NodeWAL watermark", "level", p.level, "lsn", mark, "err", err)
+		return
+	}
+	p.persisted = mark
+	p.m.watermark.Set(float64(mark))
+}
+
+// Recover re-proposes every ledger record of the NodeWAL above the tier
+// watermark that was on disk when the pipeline was made, each in its own
+// background climb like a LOCAL-acknowledged Submit. It returns how many
+// it started, once all are started; they reach the tier later (see
+// Watermark). Records are admitted as slots free (MaxPending), so Recover
+// waits while the pipeline is full, until ctx ends. Records of other types
+// count as reached. Call it once.
+func (p *Pipeline) Recover(ctx context.Context) (int, error) {
+	if !p.recovered.CompareAndSwap(false, true) {
+		return 0, errors.New("cluster: pipeline: Recover called twice")
+	}
+	if p.recoverFrom > p.recoverTo {
+		return 0, nil
+	}
+	it, err := p.cfg.WAL.Iterator(p.recoverFrom)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: recover from LSN %d: %w", p.recoverFrom, err)
+	}
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		e := it.Entry()
+		if e.LSN > p.recoverTo {
+			break
+		}
+		if e.Type != WALRecordLedgerBatch {
+			p.reached(e.LSN)
+			continue
+		}
+		if err := p.launchRecovered(ctx, e.LSN, bytes.Clone(e.Payload)); err != nil {
+			return n, fmt.Errorf("cluster: recover LSN %d: %w", e.LSN, err)
+		}
+		n++
+		p.m.reproposed.Inc()
+	}
+	if err := it.Err(); err != nil {
+		return n, fmt.Errorf("cluster: recover: read NodeWAL: %w", err)
+	}
+	p.log.Info("recovery: re-proposing NodeWAL records", "from", p.recoverFrom, "to", p.recoverTo, "records", n)
+	return n, nil
+}
+
+// launchRecovered waits for a slot and starts a recovered record's climb.
+func (p *Pipeline) launchRecovered(ctx context.Context, lsn wal.LSN, batch []byte) error {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.ctx.Done():
+		return ErrClosed
+	}
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		<-p.slots
+		return ErrClosed
+	}
+	p.startClimbLocked(&op{lsn: lsn, batch: batch, done: make(chan struct{})}, nil)
+	return nil
+}
+
+// Watermark returns the tier watermark as this pipeline knows it: every
+// record at or below it has reached the tier. The NodeWAL's checkpoint
+// follows it shortly.
+func (p *Pipeline) Watermark() wal.LSN { return p.marks.Mark() }
+
+// Tier returns the node's tier.
+func (p *Pipeline) Tier() Durability { return p.cfg.Tier }
+
+// Close stops the climbs (records not at the tier stay in the NodeWAL for
+// Recover), writes the last watermark and returns. Submits waiting fail
+// with ErrClosed. It closes neither the NodeWAL nor the Committer.
+func (p *Pipeline) Close() error {
+	p.closeOnce.Do(func() {
+		p.closeMu.Lock()
+		p.closed = true
+		p.closeMu.Unlock()
+		p.cancel()
+		p.climbs.Wait()
+		close(p.stopFlush)
+		<-p.flushDone
+	})
+	return nil
+}

@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+func TestProposer_ConcurrentSubmittersShareEntriesAndGetTheirOwnResults(t *testing.T) {
+	c := startPipeCluster(t, 3, 7, DurabilityRegional, ProposerConfig{})
+	leader := c.leader()
+	ctx := testCtx(t)
+	shared := jobEvent(0)
+	if _, err := leader.prop.Propose(ctx, mustBatch(t, shared)); err != nil {
+		t.Fatal(err)
+	}
+	entriesBefore := metricValue(t, leader.reg, "strata_pipeline_proposer_entries_total")
+
+	// Each submitter's batch: its own new job, then an event every other
+	// batch also carries and the ledger already holds.
+	const submitters = 64
+	got := make([]Proposal, submitters)
+	errs := make([]error, submitters)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range submitters {
+		batch := mustBatch(t, jobEvent(1+i), shared)
+		wg.Go(func() {
+			<-start
+			got[i], errs[i] = leader.prop.Propose(ctx, batch)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	indexes := map[uint64]bool{}
+	for i := range submitters {
+		if errs[i] != nil {
+			t.Fatalf("submitter %d: %v", i, errs[i])
+		}
+		wantOutcomes(t, got[i].Results, fsm.OutcomeApplied, fsm.OutcomeDuplicate)
+		indexes[got[i].Index] = true
+	}
+	entries := int(metricValue(t, leader.reg, "strata_pipeline_proposer_entries_total") - entriesBefore)
+	t.Logf("%d submissions rode in %d Raft entries", submitters, entries)
+	if entries >= submitters || len(indexes) != entries {
+		t.Fatalf("%d submissions took %d entries at %d distinct indexes, want fewer entries than submissions", submitters, entries, len(indexes))
+	}
+	_, jobs := jobEvents(0, submitters+1)
+	c.waitConverged(jobs)
+}
+
+// newIdleProposer returns a proposer whose loops are not running, to test
+// its queue and entry packing alone.
+func newIdleProposer(t *testing.T, cfg ProposerConfig) *Proposer {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newProposerMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Proposer{cfg: cfg, m: m, wake: make(chan struct{}, 1)}
+}
+
+func queueN(t *testing.T, p *Proposer, n int, batch []byte) {
+	t.Helper()
+	events, err := batchEventCount(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := p.enqueue(&proposal{batch: batch, events: events, done: make(chan struct{})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestProposer_FullQueueFailsAtOnceWithBackpressure(t *testing.T) {
+	p := newIdleProposer(t, ProposerConfig{QueueBatches: 3})
+	batch := mustBatch(t, jobEvent(1))
+	queueN(t, p, 3, batch)
+	err := p.enqueue(&proposal{batch: batch, events: 1, done: make(chan struct{})})
+	if !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("enqueue into a full queue: %v, want ErrBackpressure", err)
+	}
+	if p.take() == nil {
+		t.Fatal("nothing taken")
+	}
+	queueN(t, p, 1, batch) // room again
+}
+
+func TestProposer_EntriesRespectTheirLimits(t *testing.T) {
+	small := mustBatch(t, jobEvent(1))
+	var many []fsm.Event
+	for i := range 3000 {
+		many = append(many, fsm.Event{ID: jobEvent(i).ID, Type: fsm.TypeWorkerJoined, Node: "n1", HLC: jobEvent(i).HLC,
+			Body: &fsm.WorkerJoined{Worker: "w", Capacity: 1}})
+	}
+	thousands := mustBatch(t, many...)
+	tests := []struct {
+		name   string
+		cfg    ProposerConfig
+		batch  []byte
+		queued int
+		want   []int // batches per entry, in order
+	}{
+		{name: "all fit in one entry", batch: small, queued: 50, want: []int{50}},
+		{name: "batch limit", cfg: ProposerConfig{MaxEntryBatches: 16}, batch: small, queued: 40, want: []int{16, 16, 8}},
+		{name: "no batching", cfg: ProposerConfig{MaxEntryBatches: 1}, batch: small, queued: 3, want: []int{1, 1, 1}},
+		{name: "event limit", batch: thousands, queued: 7, want: []int{3, 3, 1}},
+		{name: "byte limit", batch: bytes400K(t), queued: 5, want: []int{2, 2, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newIdleProposer(t, tt.cfg)
+			queueN(t, p, tt.queued, tt.batch)
+			var got []int
+			for props := p.take(); props != nil; props = p.take() {
+				batches := make([][]byte, len(props))
+				for i, pr := range props {
+					batches[i] = pr.batch
+				}
+				if n := encodedEntryLen(batches); n > p.cfg.MaxEntryBytes {
+					t.Fatalf("entry of %d bytes, limit %d", n, p.cfg.MaxEntryBytes)
+				}
+				got = append(got, len(props))
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("entries %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("entries %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// bytes400K returns a batch of about 430 KiB: two fit in an entry, three
+// do not.
+func bytes400K(t *testing.T) []byte {
+	t.Helper()
+	evs := make([]fsm.Event, 384)
+	for i := range evs {
+		evs[i] = jobEvent(i)
+		evs[i].Body.(*fsm.JobCreated).Spec.IdempotencyKey = strings.Repeat("k", 1000)
+	}
+	b := mustBatch(t, evs...)
+	if len(b) <= MaxEntryBytes/3 || len(b) >= MaxEntryBytes/2 {
+		t.Fatalf("batch of %d bytes", len(b))
+	}
+	return b
+}

@@ -1,0 +1,75 @@
+package cluster
+
+import (
+	"sync"
+
+	"github.com/strata-ledger/strata/wal"
+)
+
+// lsnTracker computes a NodeWAL watermark from records that finish out of
+// order: the mark is the highest LSN at or below which every record has
+// finished (reached the tier). It only moves over a gap-free prefix: a
+// finished record above an unfinished one waits in a set until the gap
+// closes. An LSN never reported (a record someone else wrote, one still
+// being appended) is a gap, so the mark can never pass a record that has
+// not finished.
+//
+// It is pure (no I/O) and safe for concurrent use.
+type lsnTracker struct {
+	mu      sync.Mutex
+	mark    wal.LSN              // every LSN ≤ mark has finished
+	highest wal.LSN              // highest LSN known to exist
+	done    map[wal.LSN]struct{} // finished LSNs above mark + 1
+}
+
+// newLSNTracker starts at mark (every LSN ≤ mark has finished) with LSNs up
+// to highest known to exist.
+func newLSNTracker(mark, highest wal.LSN) *lsnTracker {
+	return &lsnTracker{mark: mark, highest: max(mark, highest), done: make(map[wal.LSN]struct{})}
+}
+
+// add records that lsn exists and has not finished.
+func (t *lsnTracker) add(lsn wal.LSN) {
+	t.mu.Lock()
+	t.highest = max(t.highest, lsn)
+	t.mu.Unlock()
+}
+
+// finish records that lsn has finished and returns the mark and whether it
+// moved. Finishing an LSN at or below the mark, or twice, changes nothing.
+func (t *lsnTracker) finish(lsn wal.LSN) (wal.LSN, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.highest = max(t.highest, lsn)
+	switch {
+	case lsn <= t.mark:
+		return t.mark, false
+	case lsn > t.mark+1:
+		t.done[lsn] = struct{}{}
+		return t.mark, false
+	}
+	t.mark = lsn
+	for {
+		if _, ok := t.done[t.mark+1]; !ok {
+			break
+		}
+		delete(t.done, t.mark+1)
+		t.mark++
+	}
+	return t.mark, true
+}
+
+// Mark returns the watermark.
+func (t *lsnTracker) Mark() wal.LSN {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mark
+}
+
+// span is how many LSNs lie above the mark: records not finished, or
+// finished and waiting for a gap below them. It bounds the set.
+func (t *lsnTracker) span() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return uint64(t.highest - t.mark)
+}
