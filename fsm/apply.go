@@ -13,8 +13,9 @@ import (
 // from batch to batch.
 type applier struct {
 	tx      Tx
-	body    []byte // scratch: a body's canonical encoding
-	link    []byte // scratch: a link's hash input
+	encTx   EncodedEventTx // tx, if it takes encoded bodies
+	body    []byte         // scratch: a body's canonical encoding
+	link    []byte         // scratch: a link's hash input
 	history []*Event
 
 	jobs      map[string]int32 // job id -> index in works
@@ -46,6 +47,7 @@ func (a *applier) init() {
 
 func (a *applier) begin(tx Tx) {
 	a.tx = tx
+	a.encTx, _ = tx.(EncodedEventTx)
 	clear(a.jobs)
 	clear(a.heads)
 	a.works = a.works[:0]
@@ -55,7 +57,7 @@ func (a *applier) begin(tx Tx) {
 
 // end drops the batch's references so stored values can be collected.
 func (a *applier) end() {
-	a.tx = nil
+	a.tx, a.encTx = nil, nil
 	clear(a.jobs)
 	clear(a.heads)
 	clear(a.works)
@@ -103,7 +105,7 @@ func (a *applier) apply(e *Event, raw []byte) (Result, error) {
 	if err != nil || !r.Outcome.Stored() {
 		return r, err
 	}
-	r.Seq, err = a.store(e, bodyHash)
+	r.Seq, err = a.store(e, bodyHash, raw)
 	return r, err
 }
 
@@ -113,8 +115,9 @@ func sameEvent(a, b *Event, ha, hb Hash) bool {
 		a.Node == b.Node && a.HLC == b.HLC && a.Fence == b.Fence && ha == hb
 }
 
-// store appends the event to its tenant's chain and stores it.
-func (a *applier) store(e *Event, bodyHash Hash) (uint64, error) {
+// store appends the event to its tenant's chain and stores it; raw is
+// the body's canonical encoding.
+func (a *applier) store(e *Event, bodyHash Hash, raw []byte) (uint64, error) {
 	h, err := a.head(e.Tenant)
 	if err != nil {
 		return 0, err
@@ -123,6 +126,9 @@ func (a *applier) store(e *Event, bodyHash Hash) (uint64, error) {
 	h.head = ChainHead{Seq: h.head.Seq + 1, Link: link}
 	h.dirty = true
 	se := &StoredEvent{Event: *e, Seq: h.head.Seq, Link: link, BodyHash: bodyHash}
+	if a.encTx != nil {
+		return se.Seq, a.encTx.PutEncodedEvent(se, raw)
+	}
 	return se.Seq, a.tx.PutEvent(se)
 }
 

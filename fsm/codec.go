@@ -25,7 +25,12 @@ const minFrameBytes = 4 + minEventBytes
 // AppendBinary appends the binary encoding of e (fsm/DESIGN.md, "Event").
 // It fails if the body is missing or of another type, or a field is over
 // the bound its decoder enforces; it does not run Validate.
-func (e *Event) AppendBinary(b []byte) ([]byte, error) {
+func (e *Event) AppendBinary(b []byte) ([]byte, error) { return e.appendBinary(b, nil) }
+
+// appendBinary appends the encoding of e; body, if not nil, is the
+// canonical encoding of e.Body (AppendBody), copied instead of encoding
+// the body again.
+func (e *Event) appendBinary(b, body []byte) ([]byte, error) {
 	if e.Body == nil {
 		return b, fieldErr("body", "missing")
 	}
@@ -42,7 +47,11 @@ func (e *Event) AppendBinary(b []byte) ([]byte, error) {
 	enc.str("node", e.Node, MaxNameBytes)
 	at := len(enc.b)
 	enc.b = append(enc.b, 0, 0, 0, 0)
-	e.Body.encode(&enc)
+	if body != nil {
+		enc.b = append(enc.b, body...)
+	} else {
+		e.Body.encode(&enc)
+	}
 	n := len(enc.b) - at - 4
 	if n > MaxEventBodyBytes {
 		enc.fail(&LimitError{Field: "body", Limit: MaxEventBodyBytes, Got: n})

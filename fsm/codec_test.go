@@ -44,6 +44,26 @@ func TestEventBinary_RoundTripsEveryType(t *testing.T) {
 	}
 }
 
+// A store handed the encoded body (fsm.EncodedEventTx) writes the same
+// record as one that encodes it again.
+func TestAppendStoredEventBody_EqualsAppendStoredEvent(t *testing.T) {
+	for _, e := range fsmtest.SampleEvents() {
+		body, err := fsm.AppendBody(nil, e.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		se := &fsm.StoredEvent{Event: e, Seq: 9, BodyHash: fsm.Hash{1}, Link: fsm.Hash{2}}
+		want, err := fsm.AppendStoredEvent(nil, se)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fsm.AppendStoredEventBody([]byte{}, se, body)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: record from the encoded body differs (%v)", e.Type, err)
+		}
+	}
+}
+
 func TestEventJSON_RoundTripsEveryType(t *testing.T) {
 	for _, e := range fsmtest.SampleEvents() {
 		t.Run(e.Type.String(), func(t *testing.T) {

@@ -52,8 +52,8 @@ type Result struct {
 type Config struct {
 	// Store keeps the state. Required.
 	Store Store
-	// MaxListScan bounds the jobs one ListJobs call examines; default
-	// DefaultMaxListScan.
+	// MaxListScan bounds the jobs one ListJobs call over every tenant
+	// examines; default DefaultMaxListScan.
 	MaxListScan int
 }
 

@@ -48,8 +48,11 @@ type JobQuery struct {
 }
 
 // JobPage is one page of jobs in id order. Next is the cursor of the
-// following page, empty at the end. A page may hold fewer than Limit jobs
-// and still have a Next: each call examines at most MaxListScan jobs.
+// following page, empty at the end. A tenant's page comes from the
+// store's indexes and holds Limit jobs unless it is the last; a page of
+// every tenant (empty Tenant) with a status or region filter may hold
+// fewer than Limit jobs and still have a Next: it examines at most
+// MaxListScan jobs.
 type JobPage struct {
 	Jobs []*JobState
 	Next string
@@ -65,12 +68,23 @@ func (l *Ledger) ListJobs(q JobQuery) (JobPage, error) {
 	if err != nil {
 		return JobPage{}, err
 	}
+	f := JobFilter{Tenant: q.Tenant, Status: q.Status, Region: q.Region}
 	var page JobPage
 	err = l.store.View(func(tx ReadTx) error {
+		if q.Tenant != "" {
+			return tx.JobsMatching(f, after, func(s *JobState) error {
+				page.Jobs = append(page.Jobs, s)
+				if len(page.Jobs) == limit {
+					page.Next = encodeCursor('j', s.JobID)
+					return errStop
+				}
+				return nil
+			})
+		}
 		scanned := 0
-		return tx.Jobs(q.Tenant, after, func(s *JobState) error {
+		return tx.Jobs("", after, func(s *JobState) error {
 			scanned++
-			if matches(s, &q) {
+			if f.Tenant = s.Tenant; f.Matches(s) {
 				page.Jobs = append(page.Jobs, s)
 			}
 			if len(page.Jobs) == limit || scanned == l.maxScan {
@@ -84,13 +98,6 @@ func (l *Ledger) ListJobs(q JobQuery) (JobPage, error) {
 		return JobPage{}, fmt.Errorf("fsm: list jobs: %w", err)
 	}
 	return page, nil
-}
-
-func matches(s *JobState, q *JobQuery) bool {
-	if q.Status != JobStatusUnknown && s.Status != q.Status {
-		return false
-	}
-	return q.Region == "" || s.regionIndex(q.Region) >= 0
 }
 
 func pageLimit(n int) (int, error) {
@@ -318,7 +325,7 @@ func (l *Ledger) Digest() (Hash, uint64, error) {
 		if index, err = tx.AppliedIndex(); err != nil {
 			return err
 		}
-		h, err = digestJobs(tx)
+		h, err = LedgerDigest(tx)
 		return err
 	})
 	if err != nil {
@@ -327,7 +334,9 @@ func (l *Ledger) Digest() (Hash, uint64, error) {
 	return h, index, nil
 }
 
-func digestJobs(tx ReadTx) (Hash, error) {
+// LedgerDigest computes the whole-ledger digest of the state tx reads
+// (fsm/DESIGN.md, "Digests"); stores use it to check a restored image.
+func LedgerDigest(tx ReadTx) (Hash, error) {
 	d := newLedgerDigest()
 	if err := tx.Jobs("", "", d.add); err != nil {
 		return Hash{}, err

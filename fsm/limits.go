@@ -58,7 +58,8 @@ const (
 	// DefaultListLimit and MaxListLimit bound one page of ListJobs.
 	DefaultListLimit = 100
 	MaxListLimit     = 1_000
-	// DefaultMaxListScan bounds the jobs one ListJobs call examines, so a
-	// filter that matches rarely costs bounded work per page.
+	// DefaultMaxListScan bounds the jobs one ListJobs call over every
+	// tenant examines, so a filter that matches rarely costs bounded work
+	// per page (a tenant's list is served from the store's indexes).
 	DefaultMaxListScan = 10_000
 )

@@ -87,11 +87,38 @@ func TestListJobs_FiltersAndPages(t *testing.T) {
 	}
 }
 
-func TestListJobs_BoundsTheScanPerPage(t *testing.T) {
+// A list over every tenant (operators) scans the jobs, MaxListScan per
+// page, so a rare match costs bounded work per page.
+func TestListJobs_BoundsTheScanOverEveryTenantPerPage(t *testing.T) {
 	led, acme := readFixture(t, 2)
-	got, pages := listAll(t, led, fsm.JobQuery{Tenant: "acme", Status: running})
-	if fmt.Sprint(got) != fmt.Sprint([]string{acme[0], acme[3]}) || pages < 3 {
-		t.Fatalf("got %v in %d pages", got, pages)
+	got, pages := listAll(t, led, fsm.JobQuery{Status: running})
+	want := []string{acme[0], acme[3], "use1-1700000000000-gate1-00007"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || pages < 3 {
+		t.Fatalf("got %v in %d pages, want %v in at least 3", got, pages, want)
+	}
+}
+
+// A tenant's list comes from the store's indexes: full pages whatever
+// MaxListScan says.
+func TestListJobs_TenantListIsServedFromTheIndexes(t *testing.T) {
+	led, acme := readFixture(t, 1)
+	for _, tc := range []struct {
+		name      string
+		q         fsm.JobQuery
+		want      []string
+		wantPages int
+	}{
+		{"status", fsm.JobQuery{Tenant: "acme", Status: running, Limit: 2}, []string{acme[0], acme[3]}, 2},
+		{"region", fsm.JobQuery{Tenant: "acme", Region: "euw1"}, []string{acme[1], acme[3]}, 1},
+		{"region and status", fsm.JobQuery{Tenant: "acme", Region: "euw1", Status: pending}, []string{acme[1]}, 1},
+		{"tenant", fsm.JobQuery{Tenant: "acme", Limit: 5}, acme, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, pages := listAll(t, led, tc.q)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || pages != tc.wantPages {
+				t.Fatalf("got %v in %d pages, want %v in %d", got, pages, tc.want, tc.wantPages)
+			}
+		})
 	}
 }
 

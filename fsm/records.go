@@ -78,12 +78,19 @@ func encodeRecord(b []byte, what string, fn func(e *encoder)) ([]byte, error) {
 // AppendStoredEvent appends the record of a stored event: version, Seq
 // (uvarint), Link (32), BodyHash (32), then the event's encoding.
 func AppendStoredEvent(b []byte, se *StoredEvent) ([]byte, error) {
+	return AppendStoredEventBody(b, se, nil)
+}
+
+// AppendStoredEventBody is AppendStoredEvent with the body already
+// encoded: body, if not nil, must be the canonical encoding of se.Body
+// (what AppendBody writes and BodyHash covers), as EncodedEventTx gets it.
+func AppendStoredEventBody(b []byte, se *StoredEvent, body []byte) ([]byte, error) {
 	return encodeRecord(b, "event", func(e *encoder) {
 		e.uvarint(se.Seq)
 		e.hash(se.Link)
 		e.hash(se.BodyHash)
 		var err error
-		if e.b, err = se.Event.AppendBinary(e.b); err != nil {
+		if e.b, err = se.Event.appendBinary(e.b, body); err != nil {
 			e.fail(err)
 		}
 	})

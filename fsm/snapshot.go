@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -128,11 +129,25 @@ func (s *snapWriter) record(typ byte, payload []byte) error {
 	return s.write(payload)
 }
 
-// Snapshot writes the ledger's state to w as one consistent snapshot (one
-// store View): chain heads and events per tenant, jobs, workflows,
-// workers, then a trailer with the record count, the ledger digest and a
-// CRC-32C of the whole stream.
+// Snapshot writes the ledger's state to w as one consistent snapshot. A
+// store with a native image (ImageStore) writes that image; any other
+// store gets the record stream (SnapshotRecords).
 func (l *Ledger) Snapshot(w io.Writer) error {
+	if is, ok := l.store.(ImageStore); ok {
+		if err := is.WriteImage(w); err != nil {
+			return fmt.Errorf("fsm: snapshot: %w", err)
+		}
+		return nil
+	}
+	return l.SnapshotRecords(w)
+}
+
+// SnapshotRecords writes the ledger's state to w as a record stream
+// (SnapshotKindRecords) from one store View, whatever the store: chain
+// heads and events per tenant, jobs, workflows, workers, then a trailer
+// with the record count, the ledger digest and a CRC-32C of the whole
+// stream. The same state always gives the same bytes.
+func (l *Ledger) SnapshotRecords(w io.Writer) error {
 	err := l.store.View(func(tx ReadTx) error {
 		index, err := tx.AppliedIndex()
 		if err != nil {
@@ -223,21 +238,40 @@ func (s *snapWriter) trailer(digest Hash) error {
 	return s.w.Flush()
 }
 
-// Restore replaces the ledger's state with a snapshot written by Snapshot.
-// The stream is checked as it is read (record bounds, decoders, chain links
-// recomputed, ids in order) and at its end (record count, ledger digest,
-// CRC); on any failure the ledger keeps its previous state.
+// Restore replaces the ledger's state with a snapshot written by Snapshot
+// or SnapshotRecords. A record stream is checked as it is read (record
+// bounds, decoders, chain links recomputed, ids in order) and at its end
+// (record count, ledger digest, CRC); a store image is handed to the
+// store (ImageStore), which checks it. On any failure the ledger keeps its
+// previous state.
 func (l *Ledger) Restore(r io.Reader) error {
 	l.applyMu.Lock()
 	defer l.applyMu.Unlock()
-	var index uint64
-	err := l.store.Replace(func(tx Tx) error {
-		rs := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli)}
-		var err error
-		if index, err = rs.header(); err != nil {
+	var hdr [SnapshotHeaderLen]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return fmt.Errorf("fsm: restore: %w: truncated header: %v", ErrSnapshot, err)
+	}
+	h, err := DecodeSnapshotHeader(hdr[:])
+	if err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	if h.Kind == SnapshotKindStoreImage {
+		is, ok := l.store.(ImageStore)
+		if !ok {
+			return fmt.Errorf("fsm: restore: %w: a store image, and this store has none", ErrSnapshot)
+		}
+		if err := is.RestoreImage(h, r); err != nil {
+			return fmt.Errorf("fsm: restore: %w", err)
+		}
+		l.applied.Store(h.AppliedIndex)
+		return nil
+	}
+	err = l.store.Replace(func(tx Tx) error {
+		rs := &snapReader{r: bufio.NewReaderSize(io.MultiReader(bytes.NewReader(hdr[:]), r), 64<<10), crc: crc32.New(castagnoli)}
+		if _, err := rs.header(); err != nil {
 			return err
 		}
-		if err := tx.SetAppliedIndex(index); err != nil {
+		if err := tx.SetAppliedIndex(h.AppliedIndex); err != nil {
 			return err
 		}
 		return rs.body(tx)
@@ -245,7 +279,7 @@ func (l *Ledger) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	l.applied.Store(index)
+	l.applied.Store(h.AppliedIndex)
 	return nil
 }
 

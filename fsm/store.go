@@ -1,5 +1,7 @@
 package fsm
 
+import "io"
+
 // StoredEvent is an event as the ledger stores it: with its place in its
 // tenant's audit chain and the hash of its body.
 type StoredEvent struct {
@@ -73,6 +75,13 @@ type ReadTx interface {
 	// Jobs calls fn for the jobs of tenant (every tenant if tenant is
 	// empty) whose id is greater than after, in id order (byte order).
 	Jobs(tenant, after string, fn func(*JobState) error) error
+	// JobsMatching calls fn for the jobs that match f (f.Tenant must not
+	// be empty) whose id is greater than after, in id order. A store
+	// serves it from indexes kept by PutJob (tenant; tenant and status;
+	// tenant and region; tenant, region and status), so its cost follows
+	// the matching jobs rather than the tenant's jobs; memstore, the
+	// model, filters the tenant's jobs instead.
+	JobsMatching(f JobFilter, after string, fn func(*JobState) error) error
 
 	// Workflow returns the workflow, or nil.
 	Workflow(id string) (*WorkflowState, error)
@@ -99,10 +108,64 @@ type Tx interface {
 	PutEvent(e *StoredEvent) error
 	// PutChainHead records the tenant's chain head.
 	PutChainHead(tenant string, head ChainHead) error
-	// PutJob stores the job's state under its id (indexed by tenant).
+	// PutJob stores the job's state under its id and keeps the indexes of
+	// Jobs and JobsMatching up to date: the keys of the state it replaces
+	// are removed. A job's tenant never changes (an error if it would).
 	PutJob(s *JobState) error
 	// PutWorkflow stores the workflow under its id.
 	PutWorkflow(w *WorkflowState) error
 	// PutWorker stores the worker under its id.
 	PutWorker(w *WorkerState) error
+}
+
+// EncodedEventTx is implemented by a Tx that takes a new event together
+// with the encoding of its body, so it can build the stored record
+// without encoding the body a second time. The Ledger calls
+// PutEncodedEvent instead of PutEvent when its Tx has it; body is the
+// canonical encoding of se.Body (the bytes BodyHash covers), valid only
+// during the call. The rules of PutEvent apply.
+type EncodedEventTx interface {
+	PutEncodedEvent(se *StoredEvent, body []byte) error
+}
+
+// JobFilter selects the jobs of one tenant by status and assigned region
+// (ReadTx.JobsMatching, Ledger.ListJobs).
+type JobFilter struct {
+	// Tenant is required.
+	Tenant string
+	// Status filters by status; JobStatusUnknown matches every status.
+	Status JobStatus
+	// Region filters by assigned region; empty matches every region.
+	Region string
+}
+
+// Matches reports whether s belongs to f.Tenant and matches f's status
+// and region.
+func (f *JobFilter) Matches(s *JobState) bool {
+	if s.Tenant != f.Tenant || (f.Status != JobStatusUnknown && s.Status != f.Status) {
+		return false
+	}
+	return f.Region == "" || s.regionIndex(f.Region) >= 0
+}
+
+// ImageStore is a Store that snapshots itself as a native image
+// (SnapshotKindStoreImage) instead of the record stream: a file-backed
+// store copies its file from one read transaction while applies go on,
+// and restores by streaming an image to a new file and swapping it in,
+// so neither side holds the state in memory. Ledger.Snapshot and
+// Ledger.Restore use these methods when the store has them; Restore still
+// accepts a record stream (through Replace).
+//
+// Rules: WriteImage writes the whole snapshot, header first (kind
+// SnapshotKindStoreImage, the applied index of the state it copies), with
+// its own integrity checks after the header; the same store state need
+// not give the same bytes across replicas. RestoreImage gets the header
+// Ledger.Restore already read and checked and the rest of the stream; it
+// replaces the state only if the whole image arrived intact and matches
+// the header (applied index, ledger digest), else it keeps the old state
+// and returns an error wrapping ErrSnapshot.
+type ImageStore interface {
+	Store
+	WriteImage(w io.Writer) error
+	RestoreImage(h SnapshotHeader, r io.Reader) error
 }

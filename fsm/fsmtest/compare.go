@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -69,8 +70,10 @@ func CompareWithModel(t testing.TB, led *fsm.Ledger, m *Model) {
 		t.Fatalf("applied index %d, model %d", got, m.Applied)
 	}
 	ids := m.JobIDs()
-	for _, id := range ids {
+	states := make([]*fsm.JobState, len(ids))
+	for i, id := range ids {
 		want := m.Job(id)
+		states[i] = want
 		got, err := led.Job(want.Tenant, id)
 		if err != nil {
 			t.Fatalf("job %s: %v", id, err)
@@ -87,6 +90,7 @@ func CompareWithModel(t testing.TB, led *fsm.Ledger, m *Model) {
 	if n := countJobs(t, led); n != len(ids) {
 		t.Fatalf("ledger lists %d jobs, model has %d", n, len(ids))
 	}
+	compareLists(t, led, states)
 	gd, _, err := led.Digest()
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +133,62 @@ func countJobs(t testing.TB, led *fsm.Ledger) int {
 			return n
 		}
 		cursor = page.Next
+	}
+}
+
+// compareLists pages through every tenant's jobs with every status and
+// region filter (and a few filters over every tenant) and checks them
+// against the model's states, which are in id order.
+func compareLists(t testing.TB, led *fsm.Ledger, states []*fsm.JobState) {
+	t.Helper()
+	tenants := map[string]bool{"": true, "nobody": true}
+	regions := map[string]bool{"": true, "zz9": true}
+	for _, s := range states {
+		tenants[s.Tenant] = true
+		for _, r := range s.Regions {
+			regions[r.Region] = true
+		}
+	}
+	for tenant := range tenants {
+		for region := range regions {
+			for status := fsm.JobStatusUnknown; status <= fsm.JobStatusTimedOut; status++ {
+				if tenant == "" && status != fsm.JobStatusRunning && status != fsm.JobStatusUnknown {
+					continue // the scan over every tenant does not depend on the store
+				}
+				q := fsm.JobQuery{Tenant: tenant, Status: status, Region: region, Limit: 7}
+				var want []string
+				for _, s := range states {
+					f := fsm.JobFilter{Tenant: tenant, Status: status, Region: region}
+					if tenant == "" {
+						f.Tenant = s.Tenant
+					}
+					if f.Matches(s) {
+						want = append(want, s.JobID)
+					}
+				}
+				if got := listIDs(t, led, q); !slices.Equal(got, want) {
+					t.Fatalf("list %+v: %v, model %v", q, got, want)
+				}
+			}
+		}
+	}
+}
+
+func listIDs(t testing.TB, led *fsm.Ledger, q fsm.JobQuery) []string {
+	t.Helper()
+	var ids []string
+	for {
+		page, err := led.ListJobs(q)
+		if err != nil {
+			t.Fatalf("list %+v: %v", q, err)
+		}
+		for _, s := range page.Jobs {
+			ids = append(ids, s.JobID)
+		}
+		if page.Next == "" {
+			return ids
+		}
+		q.Cursor = page.Next
 	}
 }
 

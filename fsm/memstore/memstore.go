@@ -5,9 +5,10 @@
 // It keeps the values the Ledger hands it (no encoding) in maps with
 // sorted key slices for ordered iteration. Update is atomic: every write
 // is logged with the value it replaced, and a failing transaction is
-// rolled back from that log. Views take a read lock and Update a write
-// lock, so a long View (a snapshot) delays applies; that is the price of
-// a model this simple, not a property of the Store contract.
+// rolled back from that log. Lists filtered by status or region scan the
+// tenant's jobs (no secondary indexes). Views take a read lock and Update
+// a write lock, so a long View (a snapshot) delays applies; that is the
+// price of a model this simple, not a property of the Store contract.
 //
 // It does not persist anything and does not bound its memory: it holds
 // every event ever applied.
@@ -177,6 +178,24 @@ func (t *tx) Jobs(tenant, after string, fn func(*fsm.JobState) error) error {
 	for _, id := range ids[upperBound(ids, after):] {
 		if err := fn(t.st.jobs[id]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// JobsMatching filters the tenant's jobs: the model keeps no secondary
+// indexes, so a rare match costs a scan of the tenant's jobs (fine for
+// tests and dev clusters; fsm/boltstore keeps real indexes).
+func (t *tx) JobsMatching(f fsm.JobFilter, after string, fn func(*fsm.JobState) error) error {
+	if f.Tenant == "" {
+		return errors.New("memstore: jobs matching a filter without a tenant")
+	}
+	ids := t.st.byTenant[f.Tenant]
+	for _, id := range ids[upperBound(ids, after):] {
+		if s := t.st.jobs[id]; f.Matches(s) {
+			if err := fn(s); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,106 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults and bounds of Config.
+const (
+	// DefaultInitialMmapBytes is bbolt's initial memory map: address
+	// space, not memory. Growing past the mapping waits until every read
+	// transaction ends (see the package doc, HAZARD), so it is large.
+	DefaultInitialMmapBytes = 1 << 30
+	// DefaultHistoryTailEntries is K, the history entries a job keeps in
+	// its own value before they are sealed into a chunk (FORMAT.md).
+	DefaultHistoryTailEntries = 32
+	// MaxHistoryTailEntries bounds K; a chunk holds at most 2K entries,
+	// which is what the decoders accept (maxEntries).
+	MaxHistoryTailEntries = maxEntries / 2
+	// DefaultJobCacheEntries is the number of jobs whose decoded value
+	// Update keeps between batches.
+	DefaultJobCacheEntries = 4096
+	// DefaultMaxImageBytes bounds the store image a restore accepts.
+	DefaultMaxImageBytes = 1 << 40
+	// DefaultReplaceCommitBytes is how much Replace writes to its new file
+	// between two commits, which bounds its memory.
+	DefaultReplaceCommitBytes = 16 << 20
+	// DefaultLockTimeout bounds the wait for the file lock at Open (another
+	// process holding the store).
+	DefaultLockTimeout = 5 * time.Second
+)
+
+// Config configures a Store. Zero values take the defaults above.
+type Config struct {
+	// Path is the bbolt file. Required. Next to it live Path+".state",
+	// the clean-shutdown marker, and, while a restore runs,
+	// Path+".restore-*".
+	Path string
+	// FsyncEveryBatch makes every Update fsync before it returns, so the
+	// file survives power loss. Off (the default), Update does not fsync
+	// and a file left by anything but Close is discarded at the next Open
+	// (the package doc says why that is sound).
+	FsyncEveryBatch bool
+	// InitialMmapBytes is bbolt's initial memory map.
+	InitialMmapBytes int
+	// HistoryTailEntries is K (FORMAT.md, "History"): 2 to
+	// MaxHistoryTailEntries.
+	HistoryTailEntries int
+	// JobCacheEntries bounds the decoded jobs Update keeps between
+	// batches (so a job touched by every batch is not decoded every time).
+	JobCacheEntries int
+	// MaxImageBytes bounds the image RestoreImage accepts.
+	MaxImageBytes int64
+	// ReplaceCommitBytes: Replace commits its new file every time about
+	// this many bytes were written.
+	ReplaceCommitBytes int
+	// LockTimeout bounds the wait for the file lock at Open.
+	LockTimeout time.Duration
+	// Logger receives the store's few events (a discarded file, a
+	// restore). Default: discard.
+	Logger *slog.Logger
+}
+
+// Validate fills defaults and checks c.
+func (c *Config) Validate() error {
+	if c.InitialMmapBytes == 0 {
+		c.InitialMmapBytes = DefaultInitialMmapBytes
+	}
+	if c.HistoryTailEntries == 0 {
+		c.HistoryTailEntries = DefaultHistoryTailEntries
+	}
+	if c.JobCacheEntries == 0 {
+		c.JobCacheEntries = DefaultJobCacheEntries
+	}
+	if c.MaxImageBytes == 0 {
+		c.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if c.ReplaceCommitBytes == 0 {
+		c.ReplaceCommitBytes = DefaultReplaceCommitBytes
+	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = DefaultLockTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Path == "":
+		return errors.New("boltstore: config: Path is required")
+	case c.InitialMmapBytes < 0:
+		return fmt.Errorf("boltstore: config: InitialMmapBytes %d is negative", c.InitialMmapBytes)
+	case c.HistoryTailEntries < 2 || c.HistoryTailEntries > MaxHistoryTailEntries:
+		return fmt.Errorf("boltstore: config: HistoryTailEntries %d is outside [2, %d]", c.HistoryTailEntries, MaxHistoryTailEntries)
+	case c.JobCacheEntries < 0:
+		return fmt.Errorf("boltstore: config: JobCacheEntries %d is negative", c.JobCacheEntries)
+	case c.MaxImageBytes < minImageBytes:
+		return fmt.Errorf("boltstore: config: MaxImageBytes %d is below %d", c.MaxImageBytes, minImageBytes)
+	case c.ReplaceCommitBytes < 1<<20:
+		return fmt.Errorf("boltstore: config: ReplaceCommitBytes %d is below 1 MiB", c.ReplaceCommitBytes)
+	case c.LockTimeout < 0:
+		return fmt.Errorf("boltstore: config: LockTimeout %s is negative", c.LockTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+// Buckets (FORMAT.md has the byte layout of every key and value). Never
+// rename one: a store opened with another set is refused.
+var (
+	bucketMeta      = []byte("meta")      // "applied", "layout"
+	bucketChains    = []byte("chains")    // tenant ‖ 0 ‖ seq (8, BE) → stored event record
+	bucketEvents    = []byte("events")    // event id (16) → chain key
+	bucketHeads     = []byte("heads")     // tenant ‖ 0 → chain head record
+	bucketJobs      = []byte("jobs")      // job id → job value
+	bucketHistory   = []byte("history")   // job id ‖ 0 ‖ sortable key (32) → chunk
+	bucketIndex     = []byte("index")     // secondary job indexes → empty
+	bucketWorkflows = []byte("workflows") // workflow id → workflow record
+	bucketWorkers   = []byte("workers")   // worker id → worker record
+
+	allBuckets = [][]byte{bucketMeta, bucketChains, bucketEvents, bucketHeads, bucketJobs,
+		bucketHistory, bucketIndex, bucketWorkflows, bucketWorkers}
+
+	metaApplied = []byte("applied") // 8 bytes, big-endian
+	metaLayout  = []byte("layout")  // 1 byte, layoutVersion
+)
+
+// layoutVersion is the version of the bucket layout of FORMAT.md. Never
+// change the meaning of a version.
+const layoutVersion = 1
+
+// Index key kinds (the first byte of an index key).
+const (
+	indexTenant       = 't' // t ‖ tenant ‖ 0 ‖ job id
+	indexStatus       = 's' // s ‖ tenant ‖ 0 ‖ status ‖ job id
+	indexRegion       = 'r' // r ‖ tenant ‖ 0 ‖ region ‖ 0 ‖ job id
+	indexRegionStatus = 'x' // x ‖ tenant ‖ 0 ‖ region ‖ 0 ‖ status ‖ job id
+)
+
+const (
+	seqLen = 8
+	// sortLen is the length of fsm.EventKey.AppendSortable's output.
+	sortLen = fsm.EventKeyLen
+)
+
+// checkKeyPart refuses a string that cannot be part of a key: the 0 byte
+// separates the parts of a key. Tenants, regions and job ids never
+// contain it (fsm validates them); this guards the store's own format.
+func checkKeyPart(what, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("boltstore: %s %q contains a 0 byte", what, s)
+	}
+	return nil
+}
+
+// appendChainKey appends tenant ‖ 0 ‖ seq (8 bytes, big-endian): a
+// tenant's chain in seq order, tenants in byte order.
+func appendChainKey(b []byte, tenant string, seq uint64) []byte {
+	b = append(b, tenant...)
+	b = append(b, 0)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// parseChainKey splits a chain key.
+func parseChainKey(k []byte) (tenant string, seq uint64, err error) {
+	n := len(k) - seqLen - 1
+	if n < 0 || k[n] != 0 || bytes.IndexByte(k[:n], 0) >= 0 {
+		return "", 0, fmt.Errorf("%w: chain key %x", ErrCorrupt, k)
+	}
+	return string(k[:n]), binary.BigEndian.Uint64(k[n+1:]), nil
+}
+
+// appendHeadKey appends tenant ‖ 0 (bbolt refuses the empty key of the
+// worker events' tenant).
+func appendHeadKey(b []byte, tenant string) []byte { return append(append(b, tenant...), 0) }
+
+func parseHeadKey(k []byte) (string, error) {
+	n := len(k) - 1
+	if n < 0 || k[n] != 0 || bytes.IndexByte(k[:n], 0) >= 0 {
+		return "", fmt.Errorf("%w: head key %x", ErrCorrupt, k)
+	}
+	return string(k[:n]), nil
+}
+
+// appendHistoryKey appends job id ‖ 0 ‖ the sortable key of a chunk's
+// first entry.
+func appendHistoryKey(b []byte, jobID string, first []byte) []byte {
+	b = append(b, jobID...)
+	b = append(b, 0)
+	return append(b, first...)
+}
+
+// appendIndexPrefix appends the prefix of an index scan; the job ids
+// follow it. status 0 and region "" leave that part out.
+func appendIndexPrefix(b []byte, tenant string, status fsm.JobStatus, region string) []byte {
+	kind := byte(indexTenant)
+	switch {
+	case status != fsm.JobStatusUnknown && region != "":
+		kind = indexRegionStatus
+	case status != fsm.JobStatusUnknown:
+		kind = indexStatus
+	case region != "":
+		kind = indexRegion
+	}
+	b = append(b, kind)
+	b = append(b, tenant...)
+	b = append(b, 0)
+	if region != "" {
+		b = append(b, region...)
+		b = append(b, 0)
+	}
+	if status != fsm.JobStatusUnknown {
+		b = append(b, byte(status))
+	}
+	return b
+}
+
+// indexKeys appends to keys every index key of s: by tenant, by tenant
+// and status, and per assigned region by tenant and region and by tenant,
+// region and status. nil has none.
+func indexKeys(keys [][]byte, s *fsm.JobState) [][]byte {
+	if s == nil {
+		return keys
+	}
+	add := func(status fsm.JobStatus, region string) {
+		k := appendIndexPrefix(nil, s.Tenant, status, region)
+		keys = append(keys, append(k, s.JobID...))
+	}
+	add(fsm.JobStatusUnknown, "")
+	add(s.Status, "")
+	for i := range s.Regions {
+		add(fsm.JobStatusUnknown, s.Regions[i].Region)
+		add(s.Status, s.Regions[i].Region)
+	}
+	return keys
+}
+
+// sameIndexKeys reports whether a and b have the same index keys (the
+// common case of PutJob: neither status nor regions change).
+func sameIndexKeys(a, b *fsm.JobState) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.JobID != b.JobID || a.Tenant != b.Tenant || a.Status != b.Status || len(a.Regions) != len(b.Regions) {
+		return false
+	}
+	for i := range a.Regions {
+		if a.Regions[i].Region != b.Regions[i].Region {
+			return false
+		}
+	}
+	return true
+}
+
+// seekFloor positions c at the greatest key <= target that starts with
+// prefix (the block or chunk that covers target), or, if there is none,
+// at the first key after target. Keys are nil at the end.
+func seekFloor(c *bolt.Cursor, prefix, target []byte) ([]byte, []byte) {
+	k, v := c.Seek(target)
+	if bytes.Equal(k, target) {
+		return k, v
+	}
+	if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+		return pk, pv
+	}
+	return c.Seek(target)
+}

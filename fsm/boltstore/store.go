@@ -1,0 +1,340 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+// ErrClosed is returned by every method of a closed Store.
+var ErrClosed = errors.New("boltstore: store is closed")
+
+// ErrCorrupt wraps every error about bytes of the file (or a marker) that
+// do not decode: the store cannot be served and must be rebuilt.
+var ErrCorrupt = errors.New("boltstore: corrupt store")
+
+// Store is the bbolt fsm.Store and fsm.ImageStore. Safe for concurrent
+// use: Views run in parallel with each other and with one Update.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	marker string // path of the clean-shutdown marker
+
+	// writeMu serializes the write paths (Update, the swap of a restore,
+	// Close); it guards ar, wtx and cache.
+	writeMu sync.Mutex
+	ar      arena
+	wtx     tx // Update's, reused
+	cache   *jobCache
+
+	// mu: RLock while a transaction runs on db; Lock to swap or close it.
+	mu      sync.RWMutex
+	db      *bolt.DB
+	rebuilt string       // why Open discarded the file it found; "" if it did not
+	unlock  func() error // releases the store's lock file
+}
+
+// Open opens the store at cfg.Path, creating it if needed, and holds its
+// lock (Path+".lock") until Close. A file left by an unclean shutdown (no valid clean-shutdown marker; see the package
+// doc) is discarded: Open starts an empty store (applied index 0), logs
+// why, and Rebuilt reports it, so Raft restores the latest snapshot and
+// replays its log. A corrupt marker-approved file is an error.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger, marker: cfg.Path + ".state", cache: newJobCache(cfg.JobCacheEntries)}
+	unlock, err := lockStore(cfg.Path, cfg.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := removeTemps(cfg.Path); err != nil {
+		unlock()
+		return nil, err
+	}
+	db, err := s.openChecked()
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	s.db, s.unlock = db, unlock
+	if s.rebuilt != "" {
+		s.log.Warn("ledger store discarded: Raft restores it from its snapshot and log",
+			"path", cfg.Path, "reason", s.rebuilt)
+	}
+	return s, nil
+}
+
+// openChecked applies the clean-shutdown rule and opens the file. A file
+// that may be torn is discarded without being opened: bbolt rebuilds its
+// freelist at open by walking every page (NoFreelistSync), and panics on
+// a damaged page in a goroutine of its own.
+func (s *Store) openChecked() (*bolt.DB, error) {
+	m, found, merr := readMarker(s.marker)
+	info, err := os.Stat(s.cfg.Path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("boltstore: open %s: %w", s.cfg.Path, err)
+	}
+	switch {
+	case exists && merr != nil:
+		s.rebuilt = fmt.Sprintf("clean-shutdown marker unusable: %v", merr)
+	case exists && !found:
+		s.rebuilt = "no clean-shutdown marker: the last run did not close the store"
+	case exists && info.Size() == 0:
+		s.rebuilt = "empty file"
+	case exists && m.State == markerClean:
+		if txid, err := s.fileTxID(); err != nil {
+			s.rebuilt = fmt.Sprintf("clean-shutdown marker, but the file does not open: %v", err)
+		} else if txid != m.TxID {
+			s.rebuilt = fmt.Sprintf("clean-shutdown marker names transaction %d, the file ends at %d", m.TxID, txid)
+		}
+	}
+	if s.rebuilt != "" {
+		if err := s.discard(); err != nil {
+			return nil, err
+		}
+	}
+	if !s.cfg.FsyncEveryBatch {
+		// From the first write on, the file may be torn by power loss
+		// until Close writes a new marker.
+		if err := removeMarker(s.marker); err != nil {
+			return nil, err
+		}
+	}
+	db, err := s.openDB(s.cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureLayout(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", s.cfg.Path, err)
+	}
+	if s.cfg.FsyncEveryBatch {
+		if err := writeMarker(s.marker, marker{State: markerSynced}); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+// discard removes the file (durably) so an empty store replaces it.
+func (s *Store) discard() error {
+	if err := os.Remove(s.cfg.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("boltstore: discard %s: %w", s.cfg.Path, err)
+	}
+	return fsyncDir(filepath.Dir(s.cfg.Path))
+}
+
+func (s *Store) openDB(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, s.options(false))
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// options: NoSync unless FsyncEveryBatch; the freelist is not written
+// (rebuilt by a scan at open: one less page per commit) and kept as a
+// hash map (fast allocation in a large file).
+func (s *Store) options(readOnly bool) *bolt.Options {
+	return &bolt.Options{
+		Timeout:         s.cfg.LockTimeout,
+		NoSync:          !s.cfg.FsyncEveryBatch,
+		NoGrowSync:      !s.cfg.FsyncEveryBatch,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: s.cfg.InitialMmapBytes,
+		NoStatistics:    true,
+		ReadOnly:        readOnly,
+	}
+}
+
+// fileTxID reads the last transaction id of the file, opening it
+// read-only (which reads the meta pages only).
+func (s *Store) fileTxID() (uint64, error) {
+	opts := s.options(true)
+	opts.InitialMmapSize = 0
+	db, err := bolt.Open(s.cfg.Path, 0o600, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	return lastTxID(db), nil
+}
+
+func lastTxID(db *bolt.DB) uint64 {
+	var id uint64
+	_ = db.View(func(btx *bolt.Tx) error { id = uint64(btx.ID()); return nil })
+	return id
+}
+
+// ensureLayout checks the buckets and the layout version, creating them
+// in a new file; it writes nothing to a file that has them.
+func ensureLayout(db *bolt.DB) error {
+	fresh := false
+	err := db.View(func(btx *bolt.Tx) error {
+		if btx.Bucket(bucketMeta) == nil {
+			fresh = true
+			return nil
+		}
+		return checkLayout(btx)
+	})
+	if err != nil || !fresh {
+		return err
+	}
+	return db.Update(func(btx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := btx.CreateBucket(name); err != nil {
+				return fmt.Errorf("%w: create bucket %s: %v", ErrCorrupt, name, err)
+			}
+		}
+		return btx.Bucket(bucketMeta).Put(metaLayout, []byte{layoutVersion})
+	})
+}
+
+func checkLayout(btx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if btx.Bucket(name) == nil {
+			return fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
+		}
+	}
+	if v := btx.Bucket(bucketMeta).Get(metaLayout); len(v) != 1 || v[0] != layoutVersion {
+		return fmt.Errorf("%w: layout version %x, want %d", ErrCorrupt, v, layoutVersion)
+	}
+	return nil
+}
+
+// removeTemps removes what an interrupted restore left next to path.
+func removeTemps(path string) error {
+	temps, err := filepath.Glob(path + ".restore-*")
+	if err != nil {
+		return fmt.Errorf("boltstore: list temporary files of %s: %w", path, err)
+	}
+	for _, f := range temps {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("boltstore: remove %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// Rebuilt returns why Open discarded the file it found (an unclean
+// shutdown) and started empty; "" if it did not.
+func (s *Store) Rebuilt() string { return s.rebuilt }
+
+// Close closes the store. Without FsyncEveryBatch it fsyncs the file
+// and then writes the clean-shutdown marker; a process that dies before
+// leaves no marker, and the next Open rebuilds.
+func (s *Store) Close() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	db := s.db
+	s.db = nil
+	s.cache.clear()
+	defer s.unlock()
+	if s.cfg.FsyncEveryBatch {
+		if err := db.Close(); err != nil {
+			return fmt.Errorf("boltstore: close %s: %w", s.cfg.Path, err)
+		}
+		return nil
+	}
+	if err := db.Sync(); err != nil {
+		db.Close()
+		return fmt.Errorf("boltstore: close %s: fsync: %w", s.cfg.Path, err)
+	}
+	txid := lastTxID(db)
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("boltstore: close %s: %w", s.cfg.Path, err)
+	}
+	return writeMarker(s.marker, marker{State: markerClean, TxID: txid})
+}
+
+// View implements fsm.Store: fn reads one bbolt read transaction.
+func (s *Store) View(fn func(fsm.ReadTx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	return s.db.View(func(btx *bolt.Tx) error {
+		t := &tx{}
+		if err := t.bind(btx); err != nil {
+			return err
+		}
+		return fn(t)
+	})
+}
+
+// Update implements fsm.Store: one bbolt transaction; fn's job changes
+// are written at its end (flush), then bbolt commits (and fsyncs if
+// FsyncEveryBatch).
+func (s *Store) Update(fn func(fsm.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	t := s.beginUpdate()
+	committed := false
+	defer func() { s.endUpdate(t, committed) }() // also if fn panics
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		if err := t.bind(btx); err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flush()
+	})
+	committed = err == nil
+	return err
+}
+
+func (s *Store) beginUpdate() *tx {
+	t := &s.wtx
+	if t.entries == nil {
+		t.entries = make(map[string]*jobEntry)
+		t.lastSeq = make(map[string]uint64)
+		t.blocks = make(map[string]*openBlock)
+	}
+	t.write, t.ar, t.cache, t.tailK = true, &s.ar, s.cache, s.cfg.HistoryTailEntries
+	return t
+}
+
+// endUpdate installs the transaction's entries in the job cache if it
+// committed, and forgets them if not (they were changed in place).
+func (s *Store) endUpdate(t *tx, committed bool) {
+	for id, e := range t.entries {
+		if committed {
+			s.cache.put(e)
+		} else {
+			s.cache.forget(id)
+		}
+	}
+	clear(t.entries)
+	clear(t.lastSeq)
+	for _, b := range t.blocks { // left open by a failed transaction
+		t.freeBlocks = append(t.freeBlocks, b)
+	}
+	clear(t.blocks)
+	clear(t.dirty)
+	t.dirty, t.missed, t.btx = t.dirty[:0], false, nil
+	s.ar.reset()
+}
