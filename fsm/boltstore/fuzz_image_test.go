@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"path/filepath"
 	"testing"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -80,5 +81,34 @@ func TestWriteImage_HasTheDocumentedFraming(t *testing.T) {
 	}
 	if got, want := binary.LittleEndian.Uint32(img[len(img)-4:]), crc32.Checksum(img[:len(img)-4], crc32.MakeTable(crc32.Castagnoli)); got != want {
 		t.Fatalf("CRC %08x, computed %08x", got, want)
+	}
+}
+
+// A refused image leaves no file behind.
+func TestRestoreImage_RefusedImageLeavesNoFile(t *testing.T) {
+	cfg := testConfig(t)
+	src := ledgerOn(t, openStore(t, cfg))
+	applyLog(t, src, batches(11, 3, 10), 1, 3)
+	var b bytes.Buffer
+	if err := src.Snapshot(&b); err != nil {
+		t.Fatal(err)
+	}
+	img := b.Bytes()
+	dstCfg := inNewDir(t, cfg)
+	dst := ledgerOn(t, openStore(t, dstCfg))
+	for _, tc := range []struct {
+		name string
+		snap []byte
+	}{
+		{"truncated", img[:len(img)-10]},
+		{"flipped", append(bytes.Clone(img[:100]), append([]byte{img[100] ^ 1}, img[101:]...)...)},
+		{"trailing byte", append(bytes.Clone(img), 0)},
+	} {
+		if err := dst.Restore(bytes.NewReader(tc.snap)); !errors.Is(err, fsm.ErrSnapshot) {
+			t.Fatalf("%s: %v, want ErrSnapshot", tc.name, err)
+		}
+		if left, _ := filepath.Glob(dstCfg.Path + ".restore-*"); len(left) > 0 {
+			t.Fatalf("%s: left %v", tc.name, left)
+		}
 	}
 }

@@ -118,13 +118,13 @@ func (s *Store) receiveImage(h fsm.SnapshotHeader, r io.Reader) (path string, di
 	if err != nil {
 		return "", digest, fmt.Errorf("boltstore: restore image: %w", err)
 	}
-	path = f.Name()
+	name := f.Name()
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("boltstore: restore image: %w", cerr)
 		}
 		if err != nil {
-			os.Remove(path)
+			os.Remove(name) // not path: the error returns clear it
 		}
 	}()
 	if _, err := io.CopyN(io.MultiWriter(f, crc), br, int64(size)); err != nil {
@@ -147,7 +147,7 @@ func (s *Store) receiveImage(h fsm.SnapshotHeader, r io.Reader) (path string, di
 	if err := f.Sync(); err != nil {
 		return "", digest, fmt.Errorf("boltstore: restore image: fsync: %w", err)
 	}
-	return path, fsm.Hash(tr[:32]), nil
+	return name, fsm.Hash(tr[:32]), nil
 }
 
 // verifyImage opens a received image read-only and checks it is a store

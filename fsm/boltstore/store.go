@@ -43,10 +43,12 @@ type Store struct {
 }
 
 // Open opens the store at cfg.Path, creating it if needed, and holds its
-// lock (Path+".lock") until Close. A file left by an unclean shutdown (no valid clean-shutdown marker; see the package
-// doc) is discarded: Open starts an empty store (applied index 0), logs
+// lock (Path+".lock") until Close. A file left by an unclean shutdown (no
+// valid clean-shutdown marker; see the package doc and FORMAT.md) is
+// discarded unopened: Open starts an empty store (applied index 0), logs
 // why, and Rebuilt reports it, so Raft restores the latest snapshot and
-// replays its log. A corrupt marker-approved file is an error.
+// replays its log. A file the marker vouches for that fails to open is an
+// error.
 func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -62,7 +62,8 @@ func (t *tx) bind(btx *bolt.Tx) error {
 		t.chains.FillPercent = 1    // appends at the end of each tenant's chain
 		t.events.FillPercent = 0.9  // appends if ids increase (fsmtest), random inserts otherwise
 		t.history.FillPercent = 0.9 // a job's chunks are appended in key order
-
+		t.jobs.FillPercent = 0.9    // job ids increase: new jobs append
+		t.index.FillPercent = 0.9   // job ids increase: keys append to their range
 	}
 	return nil
 }
