@@ -54,6 +54,10 @@ type NodeConfig struct {
 	JoinWAN         []string `koanf:"join_wan"` // WAN gossip seeds (gates)
 
 	Tokens []TokenConfig `koanf:"tokens"`
+	// ClusterToken is the secret nodes of one cluster share to call each
+	// other's internal API (forwarded proposals). Every node of the
+	// cluster must have the same one.
+	ClusterToken string `koanf:"cluster_token"`
 
 	MaxStaleness time.Duration `koanf:"max_staleness"` // default for bounded reads
 	SessionWait  time.Duration `koanf:"session_wait"`  // how long a session read waits
@@ -114,6 +118,12 @@ func (c *NodeConfig) Validate() error {
 	}
 	if _, err := NewAuthenticator(c.Tokens); err != nil {
 		bad("tokens", "%v", err)
+	}
+	if len(c.Tokens) == 0 {
+		bad("tokens", "at least one API token is required")
+	}
+	if len(c.ClusterToken) < minTokenLen {
+		bad("cluster_token", "required, at least %d characters, the same on every node", minTokenLen)
 	}
 	return errors.Join(errs...)
 }

@@ -42,6 +42,11 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.Duration("wan_latency", 0, "latency added to traffic between regions (demos)")
 	fs.Bool("enable_fault_injection", false, "serve the fault-injection endpoint")
 	fs.String("log_level", d.LogLevel, "debug, info, warn or error")
+	fs.String("cluster_token", "", "secret shared by the cluster's nodes for internal calls")
+	// --enable-fault-injection and --enable_fault_injection are one flag.
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
+	})
 }
 
 // loadNodeConfig layers defaults < file < environment < flags that were set

@@ -20,6 +20,7 @@ raft_addr: 127.0.0.1:7002
 gossip_addr: 127.0.0.1:7003
 gossip_wan_addr: 127.0.0.1:7004
 max_staleness: 3s
+cluster_token: cluster-secret-0123456789
 tokens:
   - token: file-token-0123456789
     tenant: acme

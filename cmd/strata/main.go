@@ -56,6 +56,12 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newWALCmd(),
+		newAgentCmd(),
+		newDevCmd(),
+		newJobCmd(),
+		newMembersCmd(),
+		newRaftCmd(),
+		newBenchCmd(),
 	)
 	return root
 }
