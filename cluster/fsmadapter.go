@@ -37,10 +37,11 @@ var ErrFSMFailed = errors.New("cluster: ledger fsm failed")
 // FSMSnapshot.Persist runs concurrently with ApplyBatch, which the Ledger
 // allows (Snapshot reads one consistent store view).
 type ledgerFSM struct {
-	ledger  *fsm.Ledger
-	log     *slog.Logger
-	m       *fsmMetrics
-	onFatal func(error)
+	ledger    *fsm.Ledger
+	log       *slog.Logger
+	m         *fsmMetrics
+	onFatal   func(error)
+	onApplied func(uint64)
 
 	mu     sync.Mutex // guards failed
 	failed error
@@ -58,6 +59,9 @@ type ledgerFSMConfig struct {
 	// OnFatal, if set, is called once when the ledger's store fails an
 	// apply (the node should stop).
 	OnFatal func(error)
+	// OnApplied, if set, is called after every ApplyBatch and Restore with
+	// the ledger's applied index (session reads wait on it).
+	OnApplied func(index uint64)
 	// Logger defaults to discarding; Registerer nil registers nothing.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -87,7 +91,7 @@ func newLedgerFSM(cfg ledgerFSMConfig) (*ledgerFSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ledgerFSM{ledger: cfg.Ledger, log: cfg.Logger, m: m, onFatal: cfg.OnFatal}, nil
+	return &ledgerFSM{ledger: cfg.Ledger, log: cfg.Logger, m: m, onFatal: cfg.OnFatal, onApplied: cfg.OnApplied}, nil
 }
 
 // Apply implements raft.FSM for one entry.
@@ -110,7 +114,14 @@ func (f *ledgerFSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	f.m.applyBatchSeconds.Observe(time.Since(start).Seconds())
 	f.m.applyBatchEntries.Observe(float64(commands))
+	f.notifyApplied()
 	return out
+}
+
+func (f *ledgerFSM) notifyApplied() {
+	if f.onApplied != nil {
+		f.onApplied(f.ledger.AppliedIndex())
+	}
 }
 
 // applyEntry applies one command entry at index.
@@ -245,6 +256,7 @@ func (f *ledgerFSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: restore ledger snapshot: %w", err)
 	}
 	f.m.restores.Inc()
+	f.notifyApplied()
 	return nil
 }
 

@@ -7,32 +7,28 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 // MaxRequestBytes is the request body limit of DESIGN §13.
 const MaxRequestBytes = 1 << 20
 
 // APIError is the JSON error envelope of every failed API call:
-// {"error":{"code":"...","message":"...","details":{}}}.
-type APIError struct {
-	Status  int            `json:"-"`
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details,omitempty"`
-}
+// {"error":{"code":"...","message":"...","details":{}}} (api.Error).
+type APIError = api.Error
 
-func (e *APIError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
-
-// Error codes callers branch on.
+// Error codes callers branch on (api's).
 const (
-	CodeBadRequest      = "bad_request"
-	CodeTooLarge        = "request_too_large"
-	CodeUnauthenticated = "unauthenticated"
-	CodeForbidden       = "forbidden"
-	CodeNotFound        = "not_found"
-	CodeConflict        = "conflict"
-	CodeUnavailable     = "unavailable"
-	CodeInternal        = "internal"
+	CodeBadRequest      = api.CodeBadRequest
+	CodeTooLarge        = api.CodeTooLarge
+	CodeUnauthenticated = api.CodeUnauthenticated
+	CodeForbidden       = api.CodeForbidden
+	CodeNotFound        = api.CodeNotFound
+	CodeConflict        = api.CodeConflict
+	CodeUnavailable     = api.CodeUnavailable
+	CodeTimeout         = api.CodeTimeout
+	CodeInternal        = api.CodeInternal
 )
 
 func badRequest(format string, args ...any) *APIError {
@@ -48,9 +44,14 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(ae.Status)
-	_ = json.NewEncoder(w).Encode(struct {
-		Error *APIError `json:"error"`
-	}{ae})
+	_ = json.NewEncoder(w).Encode(api.ErrorEnvelope{Error: ae})
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // decodeJSON reads exactly one JSON value of at most limit bytes into v,

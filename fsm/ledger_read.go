@@ -343,3 +343,38 @@ func LedgerDigest(tx ReadTx) (Hash, error) {
 	}
 	return d.sum(), nil
 }
+
+// JobByID returns a job's state whatever its tenant: for callers that
+// check the tenant themselves (an operator token sees every tenant).
+func (l *Ledger) JobByID(jobID string) (*JobState, error) {
+	var s *JobState
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		s, err = tx.Job(jobID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: read job %s: %w", jobID, err)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("fsm: job %s: %w", jobID, ErrNotFound)
+	}
+	return s, nil
+}
+
+// Event returns the stored event with id (ErrNotFound if none).
+func (l *Ledger) Event(id EventID) (*StoredEvent, error) {
+	var se *StoredEvent
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		se, err = tx.Event(id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: read event %s: %w", id, err)
+	}
+	if se == nil {
+		return nil, fmt.Errorf("fsm: event %s: %w", id, ErrNotFound)
+	}
+	return se, nil
+}

@@ -1,6 +1,70 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
-// Placeholder until this command lands; its owner replaces this file.
-func newAgentCmd() *cobra.Command { return &cobra.Command{Use: "newAgentCmd", Hidden: true} }
+	"github.com/spf13/cobra"
+
+	"github.com/strata-ledger/strata/cluster"
+)
+
+func newAgentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run a gate or manager node",
+		Long: `Run one Strata node: a gate (global Raft group) or a manager (its region's
+Raft group). Every config key can be set in the YAML file (--config), as a
+STRATA_ environment variable (STRATA_NODE_ID) or as a flag (--node-id);
+flags beat the environment, which beats the file.
+
+SIGTERM or Ctrl-C drains the node (leadership transfer, in-flight requests)
+and exits 0 without leaving the group; a restart rejoins with its data.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadNodeConfig(cmd.Flags(), os.Environ())
+			if err != nil {
+				return err
+			}
+			return runAgent(cmd.Context(), cfg)
+		},
+	}
+	addNodeFlags(cmd.Flags())
+	return cmd
+}
+
+func runAgent(ctx context.Context, cfg cluster.NodeConfig) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return usageError{fmt.Errorf("log_level %q: %w", cfg.LogLevel, err)}
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ver, _ := buildVersion()
+	fatal := make(chan error, 1)
+	node, err := cluster.StartNode(cfg, cluster.NodeOptions{Logger: log, Version: ver,
+		OnFatal: func(err error) { fatal <- err }})
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sig, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	select {
+	case <-sig.Done():
+		log.Info("signal: draining")
+		if err := node.Drain(context.Background()); err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
+		log.Info("stopped")
+		return nil
+	case err := <-fatal:
+		_ = node.Close()
+		return err
+	}
+}

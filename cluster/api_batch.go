@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/gossip"
+)
+
+// POST /v1/events:batch: many events in one request (load tools). Job
+// events land in the global ledger (gates), workflow and worker events in
+// the region's ledger (managers); a batch must be one or the other, and a
+// node of the other role forwards it. Events without an id, HLC, region or
+// node get this node's; an HLC from the client is merged into this node's
+// clock (refused beyond max_offset).
+
+// batchTier is the role whose ledger the events land in.
+func batchTier(events []fsm.Event) (Role, string, error) {
+	var role Role
+	region := ""
+	for i := range events {
+		r := RoleManager
+		if events[i].Type.IsJob() {
+			r = RoleGate
+		}
+		if role != "" && r != role {
+			return "", "", badRequest("events[%d]: a batch holds either job events (global ledger) or workflow and worker events (regional ledger), not both", i)
+		}
+		role = r
+		if r == RoleManager && events[i].Region != "" {
+			if region != "" && events[i].Region != region {
+				return "", "", badRequest("events[%d]: workflow events of one batch must be of one region (%s, %s)", i, region, events[i].Region)
+			}
+			region = events[i].Region
+		}
+	}
+	return role, region, nil
+}
+
+func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok {
+		return
+	}
+	level, err := n.writeLevelFor(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.BatchRequest
+	if err := decodeStrictBytes(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	switch {
+	case len(req.Events) == 0:
+		writeError(w, badRequest("events: empty batch"))
+		return
+	case len(req.Events) > fsm.MaxBatchEvents:
+		writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("%d events in one batch: the limit is %d", len(req.Events), fsm.MaxBatchEvents),
+			Details: map[string]any{"limit": fsm.MaxBatchEvents}})
+		return
+	}
+	role, region, err := batchTier(req.Events)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if role != n.cfg.Role {
+		if role == RoleManager && region != "" && region != n.cfg.Region {
+			writeError(w, badRequest("workflow events of region %s go to a manager of %s; this is %s of %s", region, region, n.cfg.NodeID, n.cfg.Region))
+			return
+		}
+		want := gossip.RoleGate
+		if role == RoleManager {
+			want = gossip.RoleManager
+		}
+		n.forwardToRole(w, r, body, want)
+		return
+	}
+	if err := n.stampEvents(p, req.Events); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkLevel(level, n.tier); err != nil {
+		writeError(w, err)
+		return
+	}
+	if level == 0 {
+		level = n.tier
+	}
+	res, err := n.pipe.Submit(r.Context(), req.Events, level)
+	if err != nil {
+		writeError(w, submitError(err, res))
+		return
+	}
+	out := api.BatchResponse{WriteResponse: n.writeResponse(w, res, req.Events[0].HLC)}
+	for i, rs := range res.Results {
+		er := api.EventResult{ID: req.Events[i].ID, Outcome: rs.Outcome.String(), Seq: rs.Seq}
+		if rs.Err != nil {
+			var ae *APIError
+			if errors.As(eventError(rs.Err), &ae) {
+				er.Error = ae
+			}
+		}
+		out.Results = append(out.Results, er)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// writeLevelFor parses durability= without checking it against this node's
+// tier: the batch may be forwarded to the other role.
+func (n *Node) writeLevelFor(r *http.Request) (Durability, error) {
+	s := r.URL.Query().Get(api.ParamDurability)
+	if s == "" {
+		return 0, nil
+	}
+	d, err := ParseDurability(s)
+	if err != nil {
+		return 0, badRequest("durability %q must be none, local, regional or global", s)
+	}
+	return d, nil
+}
+
+// checkLevel refuses a level above the tier (0: the tier's default).
+func checkLevel(d, tier Durability) error {
+	if d == 0 {
+		return nil
+	}
+	if _, err := ackLevel(d, tier); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
+}
+
+// stampEvents fills what the client left out, merges client HLCs into the
+// clock and checks scope and validity of every event: one bad event fails
+// the whole batch before anything is written.
+func (n *Node) stampEvents(p Principal, events []fsm.Event) error {
+	for i := range events {
+		e := &events[i]
+		tenantScope := ScopeJobsWrite
+		if e.Type.IsWorker() {
+			tenantScope = ScopeOperator
+		}
+		if !p.Allows(tenantScope, orAll(e.Tenant)) {
+			return forbidden(p, tenantScope, e.Tenant)
+		}
+		if e.ID.IsZero() {
+			e.ID = randomEventID()
+		}
+		if e.Region == "" {
+			e.Region = n.cfg.Region
+		}
+		if e.Node == "" {
+			e.Node = n.cfg.NodeID
+		}
+		var err error
+		if e.HLC == (hlc.Timestamp{}) {
+			e.HLC, err = n.clock.Now()
+		} else {
+			_, err = n.clock.Update(e.HLC)
+		}
+		if err != nil {
+			return badRequest("events[%d].hlc: %v", i, err)
+		}
+		if err := e.Validate(); err != nil {
+			ae := eventError(err).(*APIError)
+			ae.Message = fmt.Sprintf("events[%d]: %s", i, ae.Message)
+			return ae
+		}
+	}
+	return nil
+}
+
+// decodeStrictBytes decodes one JSON value refusing unknown fields.
+func decodeStrictBytes(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, MaxRequestBytes)
+	}
+	if dec.More() {
+		return badRequest("request body holds more than one JSON value")
+	}
+	return nil
+}

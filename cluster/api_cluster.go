@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// Cluster, operator and health endpoints.
+
+// Health and operator limits.
+const (
+	// readyLagEntries is how far the applied index may trail the commit
+	// index for the node to call itself caught up.
+	readyLagEntries = 1000
+	// membershipChangeTimeout bounds a join, remove or transfer.
+	membershipChangeTimeout = 10 * time.Second
+)
+
+func (n *Node) handleLivez(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+}
+
+// handleReadyz: ready when the group has a leader and this node has
+// applied what it knows to be committed.
+func (n *Node) handleReadyz(w http.ResponseWriter, _ *http.Request) {
+	if reason := n.notReady(); reason != "" {
+		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Reason: reason})
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+}
+
+func (n *Node) notReady() string {
+	r := n.raft.Raft
+	_, leader := r.LeaderWithID()
+	switch {
+	case n.closing.Load():
+		return "shutting down"
+	case leader == "":
+		return fmt.Sprintf("raft group %s has no leader", n.group)
+	case r.AppliedIndex()+readyLagEntries < r.CommitIndex():
+		return fmt.Sprintf("catching up: applied %d of %d", r.AppliedIndex(), r.CommitIndex())
+	}
+	return ""
+}
+
+func (n *Node) handleMembers(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.principal(w, r); !ok {
+		return
+	}
+	out := api.MemberList{Node: n.cfg.NodeID, Members: []api.Member{}}
+	for _, m := range n.members.Members() {
+		am := api.Member{NodeID: m.Meta.NodeID, Role: m.Meta.Role.String(), Region: m.Meta.Region, APIAddr: m.Meta.APIAddr,
+			RaftAddr: m.Meta.RaftAddr, DataAddr: m.Meta.DataAddr, Version: m.Meta.Version, Status: m.Status.String(),
+			Pools: map[string]string{}}
+		for _, pm := range m.Pools {
+			am.Pools[pm.Pool.String()] = pm.Status.String()
+		}
+		out.Members = append(out.Members, am)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (n *Node) handleRaft(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.principal(w, r); !ok {
+		return
+	}
+	g, err := n.raftStatus()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RaftStatus{Node: n.cfg.NodeID, Groups: []api.RaftGroup{g}})
+}
+
+func (n *Node) raftStatus() (api.RaftGroup, error) {
+	r := n.raft.Raft
+	leaderAddr, leader := r.LeaderWithID()
+	g := api.RaftGroup{Name: n.group, Tier: n.tier.String(), State: r.State().String(), Leader: string(leader),
+		LeaderAddr: string(leaderAddr), Term: r.CurrentTerm(), CommitIndex: r.CommitIndex(),
+		AppliedIndex: n.ledger.AppliedIndex(), LastIndex: r.LastIndex(), LastContactMs: n.lastContact().Milliseconds(),
+		Peers: []api.RaftPeer{}}
+	if g.LastContactMs > int64(24*time.Hour/time.Millisecond) {
+		g.LastContactMs = -1 // never
+	}
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return g, err
+	}
+	for _, s := range f.Configuration().Servers {
+		g.Peers = append(g.Peers, api.RaftPeer{ID: string(s.ID), Address: string(s.Address),
+			Suffrage: strings.ToLower(s.Suffrage.String()), Leader: s.ID == leader})
+	}
+	marks := n.wal.Watermarks()
+	g.Watermarks = map[string]uint64{
+		"last": uint64(n.wal.LastLSN()), "regional": uint64(marks.Regional), "global": uint64(marks.Global),
+		"applied": uint64(marks.Applied), "compacted": uint64(marks.Compacted), "tier": uint64(n.pipe.Watermark()),
+	}
+	return g, nil
+}
+
+// leaderOnly forwards an operator call that only the leader can do.
+func (n *Node) leaderOnly(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if n.raft.Raft.State() == raft.Leader {
+		return false
+	}
+	n.forwardToLeader(w, r, body, "membership changes are made by the leader")
+	return true
+}
+
+func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
+	n.operator(func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		var req api.JoinRequest
+		if err := decodeStrictBytes(body, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		if !nodeIDPattern.MatchString(req.NodeID) {
+			writeError(w, badRequest("node_id %q must be 1-63 of [a-z0-9_-]", req.NodeID))
+			return
+		}
+		if _, _, err := net.SplitHostPort(req.RaftAddr); err != nil {
+			writeError(w, badRequest("raft_addr %q is not host:port", req.RaftAddr))
+			return
+		}
+		if n.leaderOnly(w, r, body) {
+			return
+		}
+		var f raft.IndexFuture
+		if req.NonVoter {
+			f = n.raft.Raft.AddNonvoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
+		} else {
+			f = n.raft.Raft.AddVoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
+		}
+		n.answerChange(w, f)
+	})(w, r)
+}
+
+func (n *Node) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
+	n.operator(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		cfg := n.raft.Raft.GetConfiguration()
+		if err := cfg.Error(); err != nil {
+			writeError(w, err)
+			return
+		}
+		found := false
+		for _, s := range cfg.Configuration().Servers {
+			found = found || string(s.ID) == id
+		}
+		if !found {
+			writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+				Message: fmt.Sprintf("%s is not a server of raft group %s", id, n.group)})
+			return
+		}
+		if n.leaderOnly(w, r, nil) {
+			return
+		}
+		n.answerChange(w, n.raft.Raft.RemoveServer(raft.ServerID(id), 0, membershipChangeTimeout))
+	})(w, r)
+}
+
+func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
+	n.operator(func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		var req api.TransferRequest
+		if len(body) > 0 {
+			if err := decodeStrictBytes(body, &req); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
+		if n.leaderOnly(w, r, body) {
+			return
+		}
+		var f raft.Future
+		if req.To == "" {
+			f = n.raft.Raft.LeadershipTransfer()
+		} else {
+			addr := ""
+			cfg := n.raft.Raft.GetConfiguration()
+			if err := cfg.Error(); err == nil {
+				for _, s := range cfg.Configuration().Servers {
+					if string(s.ID) == req.To {
+						addr = string(s.Address)
+					}
+				}
+			}
+			if addr == "" {
+				writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+					Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, n.group)})
+				return
+			}
+			f = n.raft.Raft.LeadershipTransferToServer(raft.ServerID(req.To), raft.ServerAddress(addr))
+		}
+		if err := f.Error(); err != nil {
+			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "leadership transfer: " + err.Error()})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), membershipChangeTimeout)
+		defer cancel()
+		_, leader := n.raft.Raft.LeaderWithID()
+		for (leader == "" || string(leader) == n.cfg.NodeID) && ctx.Err() == nil {
+			sleepCtx(ctx, 10*time.Millisecond)
+			_, leader = n.raft.Raft.LeaderWithID()
+		}
+		writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: string(leader)})
+	})(w, r)
+}
+
+func (n *Node) answerChange(w http.ResponseWriter, f raft.IndexFuture) {
+	if err := f.Error(); err != nil {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "membership change: " + err.Error()})
+		return
+	}
+	_, leader := n.raft.Raft.LeaderWithID()
+	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: string(leader), Index: f.Index()})
+}

@@ -1,0 +1,382 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/gossip"
+)
+
+// Job endpoints. Jobs live in the global ledger: a manager forwards every
+// job call to a gate of its region.
+
+// readBody reads a request body of at most MaxRequestBytes (413 beyond).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > MaxRequestBytes {
+		return nil, tooLarge(MaxRequestBytes)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxRequestBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(MaxRequestBytes)
+		}
+		return nil, badRequest("read request body: %v", err)
+	}
+	return b, nil
+}
+
+// forwardJobCall sends a job call that reached a manager to a gate; it
+// returns true when it did (or failed trying).
+func (n *Node) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
+	if n.cfg.Role == RoleGate {
+		return false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	n.forwardToRole(w, r, body, gossip.RoleGate)
+	return true
+}
+
+// writeLevel parses durability= (empty: the tier).
+func (n *Node) writeLevel(r *http.Request) (Durability, error) {
+	s := r.URL.Query().Get(api.ParamDurability)
+	if s == "" {
+		return n.tier, nil
+	}
+	d, err := ParseDurability(s)
+	if err != nil {
+		return 0, badRequest("durability %q must be none, local, regional or global", s)
+	}
+	if _, err := ackLevel(d, n.tier); err != nil {
+		return 0, badRequest("%v", err)
+	}
+	return d, nil
+}
+
+func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok || n.forwardJobCall(w, r) {
+		return
+	}
+	level, err := n.writeLevel(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var spec fsm.JobSpec
+	if err := decodeJSON(r, MaxRequestBytes, &spec); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !p.Allows(ScopeJobsWrite, spec.Tenant) {
+		writeError(w, forbidden(p, ScopeJobsWrite, spec.Tenant))
+		return
+	}
+	if err := n.checkRegions(spec.Regions); err != nil {
+		writeError(w, err)
+		return
+	}
+	var eventID fsm.EventID
+	if spec.IdempotencyKey != "" {
+		eventID = idempotentEventID(spec.Tenant, spec.IdempotencyKey)
+		if done, err := n.replayIdempotent(w, eventID, &spec); done || err != nil {
+			if err != nil {
+				writeError(w, err)
+			}
+			return
+		}
+	} else {
+		eventID = randomEventID()
+	}
+	jobID, ts, err := n.jobIDs.Next()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e := fsm.Event{ID: eventID, Type: fsm.TypeJobCreated, JobID: jobID, Tenant: spec.Tenant, Region: n.cfg.Region,
+		Node: n.cfg.NodeID, HLC: ts, Fence: 1, Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}}
+	if err := e.Validate(); err != nil {
+		writeError(w, eventError(err))
+		return
+	}
+	if spec.IdempotencyKey != "" {
+		if prev, fresh := n.idem.claim(eventID, idemEntry{jobID: jobID, spec: &spec, hlc: ts}); !fresh {
+			n.answerReplay(w, prev, &spec)
+			return
+		}
+	}
+	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	if err != nil {
+		writeError(w, submitError(err, res))
+		return
+	}
+	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict) {
+		// Another gate took the same idempotency key first.
+		if done, err := n.replayIdempotent(w, eventID, &spec); done || err != nil {
+			if err != nil {
+				writeError(w, err)
+			}
+			return
+		}
+	}
+	if err := resultError(res); err != nil {
+		writeError(w, err)
+		return
+	}
+	out := api.SubmitJobResponse{JobID: jobID, WriteResponse: n.writeResponse(w, res, ts)}
+	w.Header().Set("Location", "/v1/jobs/"+jobID)
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// writeResponse is the common part of a write's answer; it sets the
+// session header when the write reached its tier.
+func (n *Node) writeResponse(w http.ResponseWriter, res SubmitResult, ts hlc.Timestamp) api.WriteResponse {
+	out := api.WriteResponse{Durability: res.Level.String(), HLC: ts, Session: n.sessionToken(res.Index)}
+	if out.Session != "" {
+		w.Header().Set(api.HeaderSession, out.Session)
+	}
+	return out
+}
+
+// checkRegions refuses a region no gate of the cluster serves.
+func (n *Node) checkRegions(regions []string) error {
+	known := map[string]bool{n.cfg.Region: true}
+	for _, m := range n.members.Members() {
+		known[m.Meta.Region] = true
+	}
+	for _, r := range regions {
+		if !known[r] {
+			return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+				Message: fmt.Sprintf("region %q is not a region of this cluster", r), Details: map[string]any{"field": "regions"}}
+		}
+	}
+	return nil
+}
+
+func randomEventID() fsm.EventID {
+	var id fsm.EventID
+	_, _ = rand.Read(id[:])
+	return id
+}
+
+func (n *Node) handleGetJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok || n.forwardJobCall(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := fsm.ParseJobID(id); err != nil {
+		writeError(w, badRequest("job id %q: %v", id, err))
+		return
+	}
+	o, err := n.parseReadOpts(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !n.prepareRead(w, r, o) {
+		return
+	}
+	s, err := n.jobFor(p, id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	n.setReadHeaders(w)
+	writeJSON(w, http.StatusOK, s)
+}
+
+// jobFor reads a job the principal may read; another tenant's job is "not
+// found", so a token never learns that it exists.
+func (n *Node) jobFor(p Principal, id string) (*fsm.JobState, error) {
+	s, err := n.ledger.JobByID(id)
+	if err == nil && !p.Allows(ScopeJobsRead, s.Tenant) {
+		err = fsm.ErrNotFound
+	}
+	if errors.Is(err, fsm.ErrNotFound) {
+		return nil, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("job %s not found", id)}
+	}
+	return s, err
+}
+
+func (n *Node) handleListJobs(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok || n.forwardJobCall(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	jq := fsm.JobQuery{Tenant: q.Get("tenant"), Region: q.Get("region"), Cursor: q.Get("cursor")}
+	if jq.Tenant == "" && p.Tenant != AllTenants {
+		jq.Tenant = p.Tenant
+	}
+	if !p.Allows(ScopeJobsRead, orAll(jq.Tenant)) {
+		writeError(w, forbidden(p, ScopeJobsRead, jq.Tenant))
+		return
+	}
+	if s := q.Get("status"); s != "" {
+		st, err := fsm.ParseJobStatus(s)
+		if err != nil {
+			writeError(w, badRequest("status %q: %v", s, err))
+			return
+		}
+		jq.Status = st
+	}
+	if s := q.Get("limit"); s != "" {
+		var err error
+		if jq.Limit, err = parseLimit(s); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	o, err := n.parseReadOpts(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !n.prepareRead(w, r, o) {
+		return
+	}
+	page, err := n.ledger.ListJobs(jq)
+	if err != nil {
+		writeError(w, readError(err))
+		return
+	}
+	n.setReadHeaders(w)
+	writeJSON(w, http.StatusOK, api.JobList{Jobs: orEmpty(page.Jobs), NextCursor: page.Next})
+}
+
+func (n *Node) handleJobEvents(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok || n.forwardJobCall(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := fsm.ParseJobID(id); err != nil {
+		writeError(w, badRequest("job id %q: %v", id, err))
+		return
+	}
+	q := r.URL.Query()
+	eq := fsm.EventQuery{JobID: id, Cursor: q.Get("cursor")}
+	if s := q.Get("limit"); s != "" {
+		var err error
+		if eq.Limit, err = parseLimit(s); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	o, err := n.parseReadOpts(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !n.prepareRead(w, r, o) {
+		return
+	}
+	s, err := n.jobFor(p, id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	eq.Tenant = s.Tenant
+	page, err := n.ledger.JobEvents(eq)
+	if err != nil {
+		writeError(w, readError(err))
+		return
+	}
+	out := api.EventList{Events: make([]fsm.StoredEvent, len(page.Events)), NextCursor: page.Next}
+	for i, se := range page.Events {
+		out.Events[i] = *se
+	}
+	n.setReadHeaders(w)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok || n.forwardJobCall(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := fsm.ParseJobID(id); err != nil {
+		writeError(w, badRequest("job id %q: %v", id, err))
+		return
+	}
+	level, err := n.writeLevel(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.CancelJobRequest
+	if err := decodeJSON(r, MaxRequestBytes, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	s, err := n.jobFor(p, id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !p.Allows(ScopeJobsWrite, s.Tenant) {
+		writeError(w, forbidden(p, ScopeJobsWrite, s.Tenant))
+		return
+	}
+	if s.Status.Terminal() {
+		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("job %s is %s: it cannot be cancelled", id, s.Status), Details: map[string]any{"status": s.Status.String()}})
+		return
+	}
+	if req.Requestor == "" {
+		req.Requestor = p.Name
+	}
+	ts, err := n.clock.Now()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e := fsm.Event{ID: randomEventID(), Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: s.Tenant,
+		Region: n.cfg.Region, Node: n.cfg.NodeID, HLC: ts, Fence: s.Fence + 1,
+		Body: &fsm.JobCancellationRequested{Reason: req.Reason, Requestor: req.Requestor}}
+	if err := e.Validate(); err != nil {
+		writeError(w, eventError(err))
+		return
+	}
+	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	if err != nil {
+		writeError(w, submitError(err, res))
+		return
+	}
+	out := api.CancelJobResponse{JobID: id, WriteResponse: n.writeResponse(w, res, ts)}
+	if len(res.Results) == 1 {
+		rs := res.Results[0]
+		if rs.Outcome == fsm.OutcomeRejected {
+			writeError(w, eventError(rs.Err))
+			return
+		}
+		out.Outcome = rs.Outcome.String()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func orAll(tenant string) string {
+	if tenant == "" {
+		return AllTenants
+	}
+	return tenant
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,251 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/gossip"
+)
+
+// Reads at the consistency the caller asks for (DESIGN §8,
+// cluster/DESIGN.md "Reads"), and forwarding of requests to the node that
+// can answer them.
+
+// Read and forwarding limits.
+const (
+	// DefaultConsistency is what a read without consistency= gets:
+	// linearizable, as etcd's default.
+	DefaultConsistency = api.ConsistencyStrong
+	// maxForwardHops bounds how often one request is forwarded (a manager
+	// to a gate, that gate to the global leader).
+	maxForwardHops = 2
+	// verifyLeaderTimeout bounds the quorum round of a strong read.
+	verifyLeaderTimeout = 5 * time.Second
+	// maxProxyResponse bounds a forwarded answer.
+	maxProxyResponse = 64 << 20
+)
+
+// readOpts is a read's consistency=, max_staleness= and session token.
+type readOpts struct {
+	consistency  string
+	maxStaleness time.Duration
+	session      uint64 // 0: none
+}
+
+func (n *Node) parseReadOpts(r *http.Request) (readOpts, error) {
+	q := r.URL.Query()
+	o := readOpts{consistency: q.Get(api.ParamConsistency), maxStaleness: n.cfg.MaxStaleness}
+	if o.consistency == "" {
+		o.consistency = DefaultConsistency
+	}
+	switch o.consistency {
+	case api.ConsistencyEventual, api.ConsistencySession, api.ConsistencyBounded, api.ConsistencyStrong:
+	default:
+		return o, badRequest("consistency %q must be eventual, session, bounded or strong", o.consistency)
+	}
+	if s := q.Get(api.ParamMaxStaleness); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return o, badRequest("max_staleness %q is not a positive duration such as 500ms", s)
+		}
+		o.maxStaleness = d
+	}
+	if tok := r.Header.Get(api.HeaderSession); tok != "" {
+		group, idx, err := parseSession(tok)
+		if err != nil {
+			return o, err
+		}
+		if group != n.group {
+			return o, badRequest("session token %q is of group %s; this read is served by group %s", tok, group, n.group)
+		}
+		o.session = idx
+	} else if o.consistency == api.ConsistencySession {
+		return o, badRequest("consistency=session needs the %s header returned by a write", api.HeaderSession)
+	}
+	return o, nil
+}
+
+// sessionToken is the Strata-Session value of a write committed at index.
+func (n *Node) sessionToken(index uint64) string {
+	if index == 0 {
+		return ""
+	}
+	return n.group + ":" + strconv.FormatUint(index, 10)
+}
+
+func parseSession(tok string) (string, uint64, error) {
+	group, idx, ok := strings.Cut(tok, ":")
+	i, err := strconv.ParseUint(idx, 10, 64)
+	if !ok || group == "" || err != nil || i == 0 {
+		return "", 0, badRequest("%s %q is not {group}:{index}", api.HeaderSession, tok)
+	}
+	return group, i, nil
+}
+
+// prepareRead makes this node fit to answer a read at o's consistency: it
+// returns true when the handler should read its local ledger. Otherwise it
+// has answered: forwarded to the leader, or an error.
+func (n *Node) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) bool {
+	if o.session > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), n.cfg.SessionWait)
+		defer cancel()
+		if err := n.applied.wait(ctx, o.session); err != nil {
+			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+				Message: fmt.Sprintf("node %s applied index %d, session needs %d: not reached within %s",
+					n.cfg.NodeID, n.ledger.AppliedIndex(), o.session, n.cfg.SessionWait)})
+			return false
+		}
+	}
+	switch o.consistency {
+	case api.ConsistencyBounded:
+		_, leader := n.raft.Raft.LeaderWithID()
+		if leader != "" && n.lastContact() <= o.maxStaleness {
+			return true
+		}
+		n.forwardToLeader(w, r, nil, fmt.Sprintf("last contact with the leader is older than max_staleness %s", o.maxStaleness))
+		return false
+	case api.ConsistencyStrong:
+		if n.raft.Raft.State() != raft.Leader {
+			n.forwardToLeader(w, r, nil, "strong reads are served by the leader")
+			return false
+		}
+		if err := n.confirmLeadership(r.Context()); err != nil {
+			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+				Message: fmt.Sprintf("strong read: node %s could not confirm leadership with a quorum: %v", n.cfg.NodeID, err)})
+			return false
+		}
+	}
+	return true
+}
+
+// confirmLeadership makes a strong read linearizable: the first time in a
+// term a Raft barrier makes sure every entry of earlier terms is applied
+// here, and every read confirms with a quorum that this node still leads,
+// so a partitioned former leader fails instead of answering stale.
+func (n *Node) confirmLeadership(ctx context.Context) error {
+	term := n.raft.Raft.CurrentTerm()
+	if n.readyTerm.Load() != term {
+		n.barrierMu.Lock()
+		if n.readyTerm.Load() != term {
+			if err := n.raft.Raft.Barrier(verifyLeaderTimeout).Error(); err != nil {
+				n.barrierMu.Unlock()
+				return fmt.Errorf("barrier: %w", err)
+			}
+			n.readyTerm.Store(term)
+		}
+		n.barrierMu.Unlock()
+	}
+	f := n.raft.Raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(verifyLeaderTimeout):
+		return fmt.Errorf("no quorum answered within %s", verifyLeaderTimeout)
+	}
+}
+
+// forwardToLeader sends r (with body) to the group leader's API, or answers
+// 503 saying why this node could not serve it.
+func (n *Node) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte, why string) {
+	_, id := n.raft.Raft.LeaderWithID()
+	if id == "" || string(id) == n.cfg.NodeID {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s: %s, and no leader is known", n.cfg.NodeID, why)})
+		return
+	}
+	m, ok := n.members.Lookup(string(id))
+	if !ok || m.Meta.APIAddr == "" {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s: %s, and leader %s is not known to gossip", n.cfg.NodeID, why, id)})
+		return
+	}
+	n.proxy(w, r, m.Meta.APIAddr, body)
+}
+
+// lanPeers returns the alive members of this node's LAN pool with role (and
+// region, when not empty), this node excluded.
+func (n *Node) lanPeers(role gossip.Role, region string) []Member {
+	var out []Member
+	for _, m := range n.members.Members() {
+		pm, ok := m.In(PoolLAN)
+		if !ok || pm.Status != MemberAlive || m.Meta.Role != role || m.Meta.NodeID == n.cfg.NodeID {
+			continue
+		}
+		if region == "" || m.Meta.Region == region {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// forwardToRole sends r to a node of role in this node's region (a manager
+// forwarding job calls to its region's gate; a gate forwarding workflow
+// events to a manager).
+func (n *Node) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte, role gossip.Role) {
+	peers := n.lanPeers(role, n.cfg.Region)
+	if len(peers) == 0 {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s (%s) forwards this call to a %s of region %s, and none is alive", n.cfg.NodeID, n.cfg.Role, role, n.cfg.Region)})
+		return
+	}
+	// Prefer the group leader when it is one of them: one hop less.
+	_, leader := n.raft.Raft.LeaderWithID()
+	i := slices.IndexFunc(peers, func(m Member) bool { return m.Meta.NodeID == string(leader) })
+	if i < 0 {
+		i = int(time.Now().UnixNano() % int64(len(peers)))
+	}
+	n.proxy(w, r, peers[i].Meta.APIAddr, body)
+}
+
+// proxy forwards r to addr and copies the answer back. A request already
+// forwarded maxForwardHops times, or through this node, is refused.
+func (n *Node) proxy(w http.ResponseWriter, r *http.Request, addr string, body []byte) {
+	hops := r.Header.Values(api.HeaderForwardedBy)
+	if len(hops) >= maxForwardHops || slices.Contains(hops, n.cfg.NodeID) {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s cannot serve this request and it was already forwarded by %s", n.cfg.NodeID, strings.Join(hops, ", "))})
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	for _, h := range []string{"Authorization", "Content-Type", "Accept", api.HeaderSession} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	for _, h := range hops {
+		req.Header.Add(api.HeaderForwardedBy, h)
+	}
+	req.Header.Add(api.HeaderForwardedBy, n.cfg.NodeID)
+	resp, err := n.httpc.Do(req)
+	if err != nil {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s forwarded the request to %s: %v", n.cfg.NodeID, addr, err)})
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, io.LimitReader(resp.Body, maxProxyResponse))
+}

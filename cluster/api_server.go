@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/faultnet"
+)
+
+// The HTTP API v1 (DESIGN §9). Every route checks its method itself so that
+// a wrong method gets the JSON envelope and an Allow header, and the
+// catch-all answers unknown paths with the envelope too.
+
+// route is one path's handlers by method.
+type route map[string]http.HandlerFunc
+
+func (rt route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, ok := rt[r.Method]; ok {
+		h(w, r)
+		return
+	}
+	allowed := make([]string, 0, len(rt))
+	for m := range rt {
+		allowed = append(allowed, m)
+	}
+	sort.Strings(allowed)
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Code: CodeBadRequest,
+		Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allowed, ", "))})
+}
+
+func (n *Node) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, rt route) { mux.Handle(pattern, n.instrument(pattern, rt)) }
+	handle("/livez", route{"GET": n.handleLivez})
+	handle("/readyz", route{"GET": n.handleReadyz})
+	mux.Handle("/metrics", promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}))
+
+	handle("/v1/jobs", route{"POST": n.handleSubmitJob, "GET": n.handleListJobs})
+	handle("/v1/jobs/{id}", route{"GET": n.handleGetJob})
+	handle("/v1/jobs/{id}/cancel", route{"POST": n.handleCancelJob})
+	handle("/v1/jobs/{id}/events", route{"GET": n.handleJobEvents})
+	handle("/v1/events:batch", route{"POST": n.handleEventsBatch})
+
+	handle("/v1/cluster/members", route{"GET": n.handleMembers})
+	handle("/v1/cluster/raft", route{"GET": n.handleRaft})
+	handle("/v1/cluster/raft/join", route{"POST": n.handleJoin})
+	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": n.handleRemovePeer})
+	handle("/v1/cluster/raft/transfer-leadership", route{"POST": n.handleTransfer})
+	if n.cfg.EnableFaultInjection {
+		faults := faultnet.Handler(n.faults)
+		handle("/v1/debug/faults", route{
+			"GET": n.operator(faults.ServeHTTP),
+			"PUT": n.operator(faults.ServeHTTP),
+		})
+	}
+	handle(internalProposePath, route{"POST": n.handlePropose})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
+	})
+	return mux
+}
+
+// serveHTTP listens on http_addr and serves the API in the background.
+func (n *Node) serveHTTP() error {
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	n.ln = ln
+	n.httpMetrics = newHTTPMetrics(n.reg)
+	n.srv = &http.Server{Handler: n.routes(), ReadHeaderTimeout: httpReadHeaderTimeout}
+	go func() {
+		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// httpMetrics are strata_http_*: requests by route and status class.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	seconds  *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_http_requests_total",
+			Help: "HTTP API requests by route, method and status code."}, []string{"route", "method", "code"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "strata_http_request_duration_seconds",
+			Help: "HTTP API request latency by route.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.seconds)
+	return m
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers flush through the wrapper.
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (n *Node) instrument(routeName string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				n.log.Error("http handler panic", "route", routeName, "panic", v)
+				if sw.status == 0 {
+					writeError(sw, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
+				}
+			}
+			n.httpMetrics.requests.WithLabelValues(routeName, r.Method, strconv.Itoa(sw.status)).Inc()
+			n.httpMetrics.seconds.WithLabelValues(routeName).Observe(time.Since(start).Seconds())
+		}()
+		h.ServeHTTP(sw, r)
+	})
+}
+
+// principal authenticates r; on failure it writes the 401 and returns false.
+func (n *Node) principal(w http.ResponseWriter, r *http.Request) (Principal, bool) {
+	p, err := n.auth.Authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
+		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: err.Error()})
+		return Principal{}, false
+	}
+	return p, true
+}
+
+// forbidden is the 403 of a token lacking scope on tenant.
+func forbidden(p Principal, scope Scope, tenant string) *APIError {
+	msg := fmt.Sprintf("token %s lacks scope %s", p.Name, scope)
+	if tenant != "" && !p.SeesTenant(tenant) {
+		msg = fmt.Sprintf("token %s is bound to tenant %q, not %q", p.Name, p.Tenant, tenant)
+	}
+	return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: msg}
+}
+
+// operator wraps an operator-only handler.
+func (n *Node) operator(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := n.principal(w, r)
+		if !ok {
+			return
+		}
+		if !p.Allows(ScopeOperator, AllTenants) {
+			writeError(w, forbidden(p, ScopeOperator, ""))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// clusterTokenOK checks the internal API's bearer token in constant time.
+func clusterTokenOK(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// setReadHeaders adds Strata-Index, Strata-Last-Contact and Strata-Leader.
+func (n *Node) setReadHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set(api.HeaderIndex, strconv.FormatUint(n.ledger.AppliedIndex(), 10))
+	h.Set(api.HeaderLastContact, strconv.FormatInt(n.lastContact().Milliseconds(), 10))
+	_, id := n.raft.Raft.LeaderWithID()
+	h.Set(api.HeaderLeader, string(id))
+}
+
+// lastContact is how long ago this node heard from its leader: 0 on the
+// leader, a very long time when it never did.
+func (n *Node) lastContact() time.Duration {
+	if n.raft.Raft.State() == raft.Leader {
+		return 0
+	}
+	lc := n.raft.Raft.LastContact()
+	if lc.IsZero() {
+		return time.Duration(1<<62 - 1)
+	}
+	return time.Since(lc)
+}

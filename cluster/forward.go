@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// Node-to-node calls: a follower's pipeline hands its batches to the
+// leader's /internal/v1/propose, which proposes them with the leader's own
+// Proposer and answers with the Raft index and per-event results.
+
+// Internal API paths and limits.
+const (
+	internalProposePath = "/internal/v1/propose"
+	// maxInternalBody bounds a forwarded batch: one NodeWAL record.
+	maxInternalBody = 1 << 20
+	// maxInternalResponse bounds the answer read back (results of up to
+	// MaxEventsPerBatch events).
+	maxInternalResponse = 8 << 20
+	// nodeHTTPTimeout bounds one node-to-node HTTP call.
+	nodeHTTPTimeout = 15 * time.Second
+	// nodeIdleConns keeps connections to peers warm: a forwarding follower
+	// sends many concurrent batches to one leader.
+	nodeIdleConns = 256
+)
+
+func newNodeHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = nodeIdleConns, nodeIdleConns
+	t.DialContext = (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return &http.Client{Transport: t, Timeout: nodeHTTPTimeout}
+}
+
+// proposeResponse is the leader's answer to a forwarded batch.
+type proposeResponse struct {
+	Index   uint64       `json:"index"`
+	Results []resultWire `json:"results"`
+	Leader  string       `json:"leader,omitempty"` // on 421: the leader this node knows
+	Error   *api.Error   `json:"error,omitempty"`
+}
+
+// resultWire is an fsm.Result on the wire; Code names the fsm sentinel
+// error so the receiving side rebuilds an error errors.Is recognises.
+type resultWire struct {
+	Outcome uint8  `json:"outcome"`
+	Seq     uint64 `json:"seq,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// resultCodes maps fsm's sentinel errors to stable wire codes.
+var resultCodes = []struct {
+	code string
+	err  error
+}{
+	{"event_conflict", fsm.ErrEventConflict}, {"unknown_job", fsm.ErrUnknownJob}, {"job_exists", fsm.ErrJobExists},
+	{"unknown_region", fsm.ErrUnknownRegion}, {"tenant_mismatch", fsm.ErrTenantMismatch},
+	{"precedes_creation", fsm.ErrPrecedesCreation}, {"terminal", fsm.ErrTerminal},
+	{"illegal_transition", fsm.ErrIllegalTransition}, {"stale_fence", fsm.ErrStaleFence},
+	{"unknown_workflow", fsm.ErrUnknownWorkflow}, {"workflow_exists", fsm.ErrWorkflowExists},
+	{"unknown_worker", fsm.ErrUnknownWorker}, {"worker_exists", fsm.ErrWorkerExists},
+	{"worker_mismatch", fsm.ErrWorkerMismatch}, {"limit", fsm.ErrLimit}, {"invalid_event", fsm.ErrInvalidEvent},
+	{"malformed", fsm.ErrMalformed},
+}
+
+// wireResultError is a result's error rebuilt from the wire.
+type wireResultError struct {
+	code, msg string
+	sentinel  error
+}
+
+func (e *wireResultError) Error() string { return e.msg }
+func (e *wireResultError) Unwrap() error { return e.sentinel }
+
+func encodeResults(rs []fsm.Result) []resultWire {
+	out := make([]resultWire, len(rs))
+	for i, r := range rs {
+		out[i] = resultWire{Outcome: uint8(r.Outcome), Seq: r.Seq}
+		if r.Err != nil {
+			out[i].Message, out[i].Code = r.Err.Error(), "error"
+			for _, c := range resultCodes {
+				if errors.Is(r.Err, c.err) {
+					out[i].Code = c.code
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func decodeResults(ws []resultWire) []fsm.Result {
+	out := make([]fsm.Result, len(ws))
+	for i, w := range ws {
+		out[i] = fsm.Result{Outcome: fsm.Outcome(w.Outcome), Seq: w.Seq}
+		if w.Code != "" {
+			re := &wireResultError{code: w.Code, msg: w.Message}
+			for _, c := range resultCodes {
+				if c.code == w.Code {
+					re.sentinel = c.err
+				}
+			}
+			out[i].Err = re
+		}
+	}
+	return out
+}
+
+// forwardBatch is the pipeline's Forwarder: it sends batch to the leader's
+// internal API. Every failure but an invalid batch is retried by the
+// pipeline.
+func (n *Node) forwardBatch(ctx context.Context, leader Leader, batch []byte) (Proposal, error) {
+	m, ok := n.members.Lookup(leader.ID)
+	if !ok || m.Meta.APIAddr == "" {
+		return Proposal{}, &NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+m.Meta.APIAddr+internalProposePath, bytes.NewReader(batch))
+	if err != nil {
+		return Proposal{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(api.HeaderForwardedBy, n.cfg.NodeID)
+	resp, err := n.httpc.Do(req)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
+	}
+	defer resp.Body.Close()
+	var out proposeResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(&out); err != nil {
+		return Proposal{}, fmt.Errorf("forward to leader %s: status %d: %w", leader.ID, resp.StatusCode, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return Proposal{Index: out.Index, Results: decodeResults(out.Results)}, nil
+	case resp.StatusCode == http.StatusMisdirectedRequest:
+		return Proposal{}, &NotLeaderError{Leader: Leader{ID: out.Leader}, Err: fmt.Errorf("forwarded to %s, which is not the leader", leader.ID)}
+	case resp.StatusCode == http.StatusBadRequest && out.Error != nil:
+		return Proposal{}, fmt.Errorf("%w: leader %s: %s", ErrInvalidBatch, leader.ID, out.Error.Message)
+	default:
+		msg := http.StatusText(resp.StatusCode)
+		if out.Error != nil {
+			msg = out.Error.Message
+		}
+		return Proposal{}, fmt.Errorf("forward to leader %s: %d: %s", leader.ID, resp.StatusCode, msg)
+	}
+}
+
+// handlePropose is the leader's side of forwardBatch.
+func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
+	if !clusterTokenOK(r, n.cfg.ClusterToken) {
+		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
+		return
+	}
+	batch, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxInternalBody))
+	if err != nil {
+		writeError(w, tooLarge(maxInternalBody))
+		return
+	}
+	p, err := n.prop.Propose(r.Context(), batch)
+	var nle *NotLeaderError
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)})
+	case errors.As(err, &nle):
+		writeJSON(w, http.StatusMisdirectedRequest, proposeResponse{Leader: nle.Leader.ID,
+			Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}})
+	case errors.Is(err, ErrInvalidBatch):
+		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}})
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}})
+	}
+}

@@ -1,0 +1,453 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/fsm/boltstore"
+	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/transport/faultnet"
+	"github.com/strata-ledger/strata/transport/gossip"
+	"github.com/strata-ledger/strata/transport/raftnet"
+	"github.com/strata-ledger/strata/wal"
+)
+
+// Node timings.
+const (
+	// drainTimeout bounds a graceful stop: leadership transfer, in-flight
+	// HTTP requests, the pipeline.
+	drainTimeout = 10 * time.Second
+	// httpReadHeaderTimeout bounds a client's request headers.
+	httpReadHeaderTimeout = 10 * time.Second
+	// bootstrapRetry is the pause between two waits for bootstrap peers.
+	bootstrapRetry = time.Second
+)
+
+// NodeOptions are what a NodeConfig does not say: the process's logger and
+// version, and test hooks.
+type NodeOptions struct {
+	Logger  *slog.Logger
+	Version string
+	// OnFatal is called once when the node cannot go on (its ledger store
+	// or NodeWAL failed); the agent exits. Default: log only.
+	OnFatal func(error)
+	// Membership overrides gossip timings (tests shorten them).
+	LANTimings, WANTimings PoolTimings
+	RejoinInterval         time.Duration
+}
+
+// Node is one gate or manager: NodeWAL, Raft group with the ledger as its
+// FSM, gossip membership, commit pipeline and the HTTP API
+// (cluster/DESIGN.md).
+type Node struct {
+	cfg     NodeConfig
+	opts    NodeOptions
+	log     *slog.Logger
+	tier    Durability
+	group   string // "global" or the region code: session tokens, metrics
+	reg     *prometheus.Registry
+	auth    *Authenticator
+	clock   *hlc.Clock
+	store   *boltstore.Store
+	ledger  *fsm.Ledger
+	applied *appliedIndex
+	faults  *faultnet.Faults
+	raft    *RaftGroup
+	wal     *wal.WAL
+	prop    *Proposer
+	pipe    *Pipeline
+	members *Membership
+	jobIDs  *fsm.JobIDGenerator // gates only
+	idem    *idempotencyCache
+	httpc   *http.Client // node-to-node calls
+	srv     *http.Server
+	ln      net.Listener
+
+	httpMetrics *httpMetrics
+	readyTerm   atomic.Uint64 // term in which a barrier made strong reads safe
+	barrierMu   sync.Mutex
+
+	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
+
+	ctx      context.Context // ends at Close
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+	fatal    sync.Once
+	closing  atomic.Bool
+	closeMu  sync.Once
+	closeErr error
+}
+
+// StartNode opens everything under cfg.DataDir, starts Raft, gossip and the
+// HTTP API, and returns. Bootstrap (first start) and NodeWAL recovery run in
+// the background; /readyz says when the node serves.
+func StartNode(cfg NodeConfig, opts NodeOptions) (n *Node, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	n = &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
+		idem: newIdempotencyCache(idempotencyCacheEntries)}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.tier, n.group = DurabilityRegional, cfg.Region
+	if cfg.Role == RoleGate {
+		n.tier, n.group = DurabilityGlobal, GlobalGroup
+	}
+	empty := map[string]string{}
+	n.regions.Store(&empty)
+	defer func() {
+		if err != nil {
+			n.closeParts()
+		}
+	}()
+	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := BridgeRaftMetrics(n.reg); err != nil {
+		n.log.Warn("raft metrics not exported", "err", err)
+	}
+	if n.auth, err = NewAuthenticator(cfg.Tokens); err != nil {
+		return nil, err
+	}
+	if err = n.openClockAndLedger(); err != nil {
+		return nil, err
+	}
+	if err = n.openRaft(); err != nil {
+		return nil, err
+	}
+	if err = n.openPipeline(); err != nil {
+		return nil, err
+	}
+	n.httpc = newNodeHTTPClient()
+	if err = n.serveHTTP(); err != nil {
+		return nil, err
+	}
+	if err = n.startMembership(); err != nil {
+		return nil, err
+	}
+	n.bg.Go(n.bootstrap)
+	n.bg.Go(n.recoverPipeline)
+	n.bg.Go(n.trackRegions)
+	n.log.Info("node started", "role", cfg.Role, "region", cfg.Region, "api", n.ln.Addr().String(),
+		"raft", n.raft.Transport.LocalAddr(), "had_state", n.raft.HadState)
+	return n, nil
+}
+
+// GlobalGroup names the gates' Raft group in session tokens and the API.
+const GlobalGroup = "global"
+
+func (n *Node) openClockAndLedger() error {
+	skew := prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_hlc_clock_skew_rejections_total",
+		Help: "Remote HLC timestamps rejected for being more than max_offset ahead."})
+	n.reg.MustRegister(skew)
+	var err error
+	n.clock, err = hlc.New(hlc.Config{
+		Node: n.cfg.Ordinal(), Physical: func() int64 { return time.Now().UnixMilli() },
+		Persister: NewClockFile(n.cfg.DataDir), MaxOffset: n.cfg.HLCMaxOffset, SkewRejections: skew,
+	})
+	if err != nil {
+		return fmt.Errorf("clock: %w", err)
+	}
+	if n.store, err = boltstore.Open(boltstore.Config{Path: filepath.Join(n.cfg.DataDir, "ledger.db")}); err != nil {
+		return fmt.Errorf("ledger store: %w", err)
+	}
+	if why := n.store.Rebuilt(); why != "" {
+		n.log.Warn("ledger store rebuilt from raft", "reason", why)
+	}
+	if n.ledger, err = fsm.New(fsm.Config{Store: n.store}); err != nil {
+		return err
+	}
+	n.applied = newAppliedIndex(n.ledger.AppliedIndex())
+	if n.cfg.Role == RoleGate {
+		n.jobIDs, err = fsm.NewJobIDGenerator(fsm.JobIDConfig{Region: n.cfg.Region, Gate: gateName(n.cfg.NodeID), Clock: n.clock.Now})
+	}
+	return err
+}
+
+// gateName is the node id reduced to the letters and digits a job id's
+// gate part allows.
+func gateName(nodeID string) string {
+	b := make([]byte, 0, len(nodeID))
+	for i := 0; i < len(nodeID); i++ {
+		if c := nodeID[i]; c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func (n *Node) openRaft() error {
+	var err error
+	n.faults, err = faultnet.New(faultnet.Config{
+		LocalRegion: n.cfg.Region, WANLatency: n.cfg.WANLatency, Logger: n.log, Registerer: n.reg,
+		RegionOf: func(peer string) string { return (*n.regions.Load())[peer] },
+	})
+	if err != nil {
+		return err
+	}
+	layer, err := raftnet.Listen(raftnet.Config{ListenAddr: n.cfg.RaftAddr, Logger: n.log})
+	if err != nil {
+		return fmt.Errorf("raft listen: %w", err)
+	}
+	var stream raft.StreamLayer = layer
+	if n.usesFaults() {
+		stream = raftnet.WithFaults(layer, n.faults)
+	}
+	lf, err := newLedgerFSM(ledgerFSMConfig{Ledger: n.ledger, Logger: n.log, Registerer: n.reg, OnFatal: n.onFatal,
+		OnApplied: n.applied.set})
+	if err != nil {
+		layer.Close()
+		return err
+	}
+	kind := GroupRegional
+	if n.cfg.Role == RoleGate {
+		kind = GroupGlobal
+	}
+	n.raft, err = OpenRaftGroup(RaftGroupConfig{NodeID: n.cfg.NodeID, Kind: kind, Dir: filepath.Join(n.cfg.DataDir, "raft"),
+		FSM: lf, Stream: stream, LogSink: slogWriter{n.log.With("component", "raft")}})
+	if err != nil {
+		layer.Close()
+		return err
+	}
+	return nil
+}
+
+// usesFaults: the fault layer sits in the path only when it can act, so a
+// production node pays nothing for it.
+func (n *Node) usesFaults() bool { return n.cfg.EnableFaultInjection || n.cfg.WANLatency > 0 }
+
+func (n *Node) openPipeline() error {
+	var err error
+	if n.wal, err = wal.Open(wal.Config{Dir: filepath.Join(n.cfg.DataDir, "wal"), Logger: n.log, Registerer: n.reg}); err != nil {
+		return fmt.Errorf("nodewal: %w", err)
+	}
+	if n.prop, err = NewProposer(n.raft.Raft, ProposerConfig{Logger: n.log, Registerer: n.reg}); err != nil {
+		return err
+	}
+	n.pipe, err = NewPipeline(PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
+		Forwarder: ForwarderFunc(n.forwardBatch), Logger: n.log, Registerer: n.reg})
+	return err
+}
+
+func (n *Node) startMembership() error {
+	role := gossip.RoleManager
+	var wanAddr string
+	var wanSeeds []string
+	if n.cfg.Role == RoleGate {
+		role, wanAddr, wanSeeds = gossip.RoleGate, n.cfg.GossipWANAddr, n.cfg.JoinWAN
+	}
+	mc := MembershipConfig{
+		Self: gossip.Meta{Role: role, Region: n.cfg.Region, NodeID: n.cfg.NodeID, APIAddr: n.ln.Addr().String(),
+			RaftAddr: string(n.raft.Transport.LocalAddr()), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
+		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
+		Logger: n.log, Registerer: n.reg, LANTimings: n.opts.LANTimings, WANTimings: n.opts.WANTimings,
+		RejoinInterval: n.opts.RejoinInterval,
+	}
+	if n.usesFaults() {
+		mc.Faults = n.faults
+	}
+	var err error
+	n.members, err = StartMembership(mc)
+	return err
+}
+
+// bootstrap forms the group on a first start: it waits until gossip shows
+// bootstrap_expect members of the group, then every one of them proposes
+// the same sorted configuration (identical bootstraps are accepted by
+// hashicorp/raft). A node with Raft state never bootstraps.
+func (n *Node) bootstrap() {
+	if n.raft.HadState {
+		return
+	}
+	role := gossip.RoleManager
+	if n.cfg.Role == RoleGate {
+		role = gossip.RoleGate
+	}
+	for n.ctx.Err() == nil {
+		peers, err := n.members.WaitForPeers(n.ctx, role, n.cfg.Region, n.cfg.BootstrapExpect)
+		if err != nil {
+			if n.ctx.Err() == nil {
+				n.log.Warn("bootstrap: waiting for peers", "err", err)
+				sleepCtx(n.ctx, bootstrapRetry)
+			}
+			continue
+		}
+		servers := make([]raft.Server, 0, len(peers))
+		for _, p := range peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.Meta.NodeID), Address: raft.ServerAddress(p.Meta.RaftAddr)})
+		}
+		if err := n.raft.Bootstrap(servers); err != nil {
+			n.log.Error("bootstrap failed", "err", err)
+			return
+		}
+		n.log.Info("bootstrapped raft group", "group", n.group, "servers", len(servers))
+		return
+	}
+}
+
+// recoverPipeline re-proposes what the NodeWAL holds above the tier
+// watermark (DESIGN §4).
+func (n *Node) recoverPipeline() {
+	count, err := n.pipe.Recover(n.ctx)
+	switch {
+	case err != nil && n.ctx.Err() == nil:
+		n.onFatal(fmt.Errorf("nodewal recovery: %w", err))
+	case count > 0:
+		n.log.Info("nodewal recovery re-proposed records", "records", count)
+	}
+}
+
+// trackRegions keeps the peer-IP-to-region map the fault layer's WAN
+// latency reads on every write.
+func (n *Node) trackRegions() {
+	for {
+		m := map[string]string{}
+		for _, mem := range n.members.Members() {
+			for _, a := range []string{mem.Meta.RaftAddr, mem.Meta.APIAddr} {
+				if host, _, err := net.SplitHostPort(a); err == nil {
+					m[host] = mem.Meta.Region
+				}
+			}
+			for _, pm := range mem.Pools {
+				if host, _, err := net.SplitHostPort(pm.Addr); err == nil {
+					m[host] = mem.Meta.Region
+				}
+			}
+		}
+		n.regions.Store(&m)
+		select {
+		case <-n.members.Changed():
+		case <-n.ctx.Done():
+			return
+		}
+	}
+}
+
+func (n *Node) onFatal(err error) {
+	n.fatal.Do(func() {
+		n.log.Error("fatal: node must stop", "err", err)
+		if n.opts.OnFatal != nil {
+			n.opts.OnFatal(err)
+		}
+	})
+}
+
+// Addr is the HTTP API's address.
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// ID is the node id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Raft exposes the node's Raft for tests and the operator API.
+func (n *Node) Raft() *raft.Raft { return n.raft.Raft }
+
+// Faults is the node's fault-injection layer.
+func (n *Node) Faults() *faultnet.Faults { return n.faults }
+
+// Drain stops the node gracefully (SIGTERM): it transfers leadership if it
+// leads, stops taking requests and finishes those in flight, then closes.
+// It never leaves the Raft group or the gossip pools: a restart is not a
+// leave.
+func (n *Node) Drain(ctx context.Context) error {
+	n.closing.Store(true)
+	if n.raft.Raft.State() == raft.Leader {
+		if err := n.raft.Raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("drain: leadership transfer failed", "err", err)
+		} else {
+			n.log.Info("drain: leadership transferred")
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	if err := n.srv.Shutdown(sctx); err != nil {
+		n.log.Warn("drain: http shutdown", "err", err)
+	}
+	return n.Close()
+}
+
+// Close stops everything at once, without a leadership transfer.
+func (n *Node) Close() error {
+	n.closeMu.Do(func() {
+		n.closing.Store(true)
+		n.closeErr = n.closeParts()
+	})
+	return n.closeErr
+}
+
+// closeParts closes what was opened, in reverse order of StartNode.
+func (n *Node) closeParts() error {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	var errs []error
+	if n.srv != nil {
+		errs = append(errs, n.srv.Close())
+	}
+	if n.members != nil {
+		errs = append(errs, n.members.Close())
+	}
+	n.bg.Wait()
+	if n.pipe != nil {
+		errs = append(errs, n.pipe.Close())
+	}
+	if n.prop != nil {
+		errs = append(errs, n.prop.Close())
+	}
+	if n.raft != nil {
+		errs = append(errs, n.raft.Close())
+	}
+	if n.wal != nil {
+		errs = append(errs, n.wal.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	var out []error
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, http.ErrServerClosed) && !errors.Is(e, ErrClosed) && !errors.Is(e, ErrMembershipClosed) {
+			out = append(out, e)
+		}
+	}
+	return errors.Join(out...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// slogWriter turns hashicorp/raft's JSON log lines into slog records.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.log.Warn(string(trimNewline(p)))
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}

@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	metrics "github.com/armon/go-metrics"
+	metricsprom "github.com/armon/go-metrics/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// raftMetricsService prefixes every bridged key: raft's ["raft", "apply"]
+// becomes strata_raft_apply (DESIGN §12).
+const raftMetricsService = "strata"
+
+// raftMetricsExpiration drops a bridged series that raft has not updated for
+// this long. Raft names some series after peers (replication to a removed
+// server), so without expiry they would be exported forever.
+const raftMetricsExpiration = time.Minute
+
+// raftMetricsBridge is process-wide state, an exception to "no package
+// state": hashicorp/raft reports through the global sink of
+// github.com/hashicorp/go-metrics/compat, which (built without the
+// hashicorpmetrics tag, as this module is) forwards to the global of
+// github.com/armon/go-metrics. There is one such sink per process, so it is
+// installed once.
+var raftMetricsBridge struct {
+	once sync.Once
+	err  error
+}
+
+// BridgeRaftMetrics exports hashicorp/raft's own metrics (and raft-boltdb's,
+// which use the same global) to reg as strata_raft_*: counters as counters,
+// gauges as gauges, timers as summaries in seconds (the go-metrics timer
+// granularity is set to one second, so values are in base units even though
+// raft's names carry no _seconds suffix). One exception:
+// strata_raft_leader_lastContact, which raft samples itself in milliseconds.
+//
+// The first call installs the global go-metrics sink and registers it with
+// its reg; later calls do nothing and return the first call's error, so
+// only the first registerer receives raft's metrics. Series appear once raft
+// emits them: a summary exists after its first sample, not before.
+func BridgeRaftMetrics(reg prometheus.Registerer) error {
+	raftMetricsBridge.once.Do(func() {
+		raftMetricsBridge.err = installRaftMetrics(reg)
+	})
+	return raftMetricsBridge.err
+}
+
+func installRaftMetrics(reg prometheus.Registerer) error {
+	if reg == nil {
+		return fmt.Errorf("bridge raft metrics: nil registerer")
+	}
+	sink, err := metricsprom.NewPrometheusSinkFrom(metricsprom.PrometheusOpts{
+		Registerer: reg,
+		Expiration: raftMetricsExpiration,
+		Name:       "strata_raft_metrics_bridge",
+	})
+	if err != nil {
+		return fmt.Errorf("bridge raft metrics: register sink: %w", err)
+	}
+	conf := metrics.DefaultConfig(raftMetricsService)
+	conf.EnableHostname = false
+	conf.EnableHostnameLabel = false
+	conf.EnableRuntimeMetrics = false
+	conf.TimerGranularity = time.Second
+	if _, err := metrics.NewGlobal(conf, sink); err != nil {
+		return fmt.Errorf("bridge raft metrics: install global sink: %w", err)
+	}
+	return nil
+}
