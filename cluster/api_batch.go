@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -58,19 +59,9 @@ func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req api.BatchRequest
-	if err := decodeStrictBytes(body, &req); err != nil {
+	req, err := decodeBatchRequest(body)
+	if err != nil {
 		writeError(w, err)
-		return
-	}
-	switch {
-	case len(req.Events) == 0:
-		writeError(w, badRequest("events: empty batch"))
-		return
-	case len(req.Events) > fsm.MaxBatchEvents:
-		writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
-			Message: fmt.Sprintf("%d events in one batch: the limit is %d", len(req.Events), fsm.MaxBatchEvents),
-			Details: map[string]any{"limit": fsm.MaxBatchEvents}})
 		return
 	}
 	role, region, err := batchTier(req.Events)
@@ -183,6 +174,36 @@ func (n *Node) stampEvents(p Principal, events []fsm.Event) error {
 		}
 	}
 	return nil
+}
+
+// decodeBatchRequest decodes a batch in two steps, so that the event count
+// is checked before the events are decoded and every event's error names
+// its index.
+func decodeBatchRequest(body []byte) (api.BatchRequest, error) {
+	var raw struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	if err := decodeStrictBytes(body, &raw); err != nil {
+		return api.BatchRequest{}, err
+	}
+	switch {
+	case len(raw.Events) == 0:
+		return api.BatchRequest{}, badRequest("events: empty batch")
+	case len(raw.Events) > fsm.MaxBatchEvents:
+		return api.BatchRequest{}, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("%d events in one batch: the limit is %d", len(raw.Events), fsm.MaxBatchEvents),
+			Details: map[string]any{"limit": fsm.MaxBatchEvents}}
+	}
+	req := api.BatchRequest{Events: make([]fsm.Event, len(raw.Events))}
+	for i, r := range raw.Events {
+		if err := req.Events[i].UnmarshalJSON(r); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("body is missing")
+			}
+			return api.BatchRequest{}, badRequest("events[%d]: %v", i, err)
+		}
+	}
+	return req, nil
 }
 
 // decodeStrictBytes decodes one JSON value refusing unknown fields.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -316,9 +318,24 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var req api.CancelJobRequest
-	if err := decodeJSON(r, MaxRequestBytes, &req); err != nil {
+	body, err := readBody(r)
+	if err != nil {
 		writeError(w, err)
+		return
+	}
+	var req api.CancelJobRequest
+	if err := decodeStrictBytes(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	// The cancel's fence comes from the job's current state: read it
+	// linearizably, on the leader.
+	if n.raft.Raft.State() != raft.Leader {
+		n.forwardToLeader(w, r, body, "cancels are decided by the leader")
+		return
+	}
+	if err := n.confirmLeadership(r.Context()); err != nil {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "cancel: " + err.Error()})
 		return
 	}
 	s, err := n.jobFor(p, id)

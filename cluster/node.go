@@ -95,17 +95,20 @@ type Node struct {
 // StartNode opens everything under cfg.DataDir, starts Raft, gossip and the
 // HTTP API, and returns. Bootstrap (first start) and NodeWAL recovery run in
 // the background; /readyz says when the node serves.
-func StartNode(cfg NodeConfig, opts NodeOptions) (n *Node, err error) {
+func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Version == "" {
+		opts.Version = "(devel)"
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	n = &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
+	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
 		idem: newIdempotencyCache(idempotencyCacheEntries)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.tier, n.group = DurabilityRegional, cfg.Region
