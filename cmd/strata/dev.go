@@ -1,6 +1,137 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
 
-// Placeholder until this command lands; its owner replaces this file.
-func newDevCmd() *cobra.Command { return &cobra.Command{Use: "newDevCmd", Hidden: true} }
+	"github.com/spf13/cobra"
+
+	"github.com/strata-ledger/strata/cluster"
+	"github.com/strata-ledger/strata/cluster/devcluster"
+)
+
+// devReadyTimeout bounds how long `strata dev` waits for every node to
+// report ready: gossip discovery, bootstrap and three Raft elections.
+const devReadyTimeout = 2 * time.Minute
+
+// devJobExample is the first thing to try once the cluster is up.
+const devJobExample = "strata job submit --tenant demo --region use1,euw1,apse1 --workflow name=checkout,count=4,duration=30s,rate=200"
+
+type devFlags struct {
+	dataDir              string
+	wanLatency           time.Duration
+	subnet               int
+	enableFaultInjection bool
+	logLevel             string
+	readyTimeout         time.Duration
+	// --workers N (reference workers per region) arrives with the worker.
+}
+
+func newDevCmd() *cobra.Command {
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local multi-region cluster: 3 regions of 1 gate and 3 managers, one agent process each",
+		Long: `dev starts a whole Strata cluster on this machine: regions use1, euw1 and
+apse1, each with one gate and three managers, every node a separate
+` + "`strata agent`" + ` process on its own loopback IP (127.0.SUBNET+r.n). It
+prints the nodes and an API token, writes DATA/cluster.json, and runs until
+Ctrl-C, which stops every node cleanly. A node that dies is reported, not
+restarted: kill -9 one to watch the cluster heal. Running dev again on the
+same --data restarts the same cluster with the same token.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.dataDir, "data", "./.strata-dev", "data directory of the cluster")
+	fs.DurationVar(&f.wanLatency, "wan-latency", 50*time.Millisecond, "latency added to traffic between regions")
+	fs.IntVar(&f.subnet, "subnet", devcluster.DefaultSubnetBase, "region r listens on 127.0.(subnet+r).0/24")
+	fs.BoolVar(&f.enableFaultInjection, "enable-fault-injection", false, "serve the fault-injection endpoint on every node")
+	fs.StringVar(&f.logLevel, "log-level", devcluster.DefaultLogLevel, "node log level: debug, info, warn or error")
+	fs.DurationVar(&f.readyTimeout, "ready-timeout", devReadyTimeout, "how long to wait for every node to be ready")
+	return cmd
+}
+
+// runDev starts the cluster, waits for a signal and stops it.
+func runDev(ctx context.Context, out, errOut io.Writer, f devFlags) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("dev: find the strata binary: %w", err)
+	}
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	var running atomic.Bool // Start reports exits during startup itself
+	c, err := devcluster.New(devcluster.Config{
+		Options: devcluster.Options{
+			DataDir:              f.dataDir,
+			SubnetBase:           f.subnet,
+			WANLatency:           f.wanLatency,
+			EnableFaultInjection: f.enableFaultInjection,
+			LogLevel:             f.logLevel,
+		},
+		Binary: bin,
+		OnExit: func(e devcluster.Exit) {
+			if running.Load() {
+				fmt.Fprintf(errOut, "node %s exited unexpectedly (%s); the others keep running; log: %s\n", e.NodeID, e.Status, e.LogPath)
+			}
+		},
+	})
+	if errors.Is(err, devcluster.ErrBadOptions) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "starting %d nodes in %s ...\n", len(c.Nodes()), c.DataDir())
+	startCtx, cancel := context.WithTimeout(ctx, f.readyTimeout)
+	err = c.Start(startCtx)
+	cancel()
+	if err != nil {
+		stopErr := c.StopAll()
+		if ctx.Err() != nil { // interrupted while starting
+			return stopErr
+		}
+		return errors.Join(fmt.Errorf("dev: %w", err), stopErr)
+	}
+	running.Store(true)
+	printDevCluster(out, c)
+	<-ctx.Done()
+	stopSignals() // a second Ctrl-C ends dev at once; the nodes die with it
+	running.Store(false)
+	fmt.Fprintln(out, "stopping ...")
+	if err := c.StopAll(); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	fmt.Fprintln(out, "stopped")
+	return nil
+}
+
+// printDevCluster prints the nodes and how to talk to them.
+func printDevCluster(out io.Writer, c *devcluster.Cluster) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tREGION\tAPI")
+	for _, n := range c.Nodes() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\thttp://%s\n", n.ID(), n.Config.Role, n.Config.Region, n.Config.HTTPAddr)
+	}
+	tw.Flush()
+	var gates []string // the CLI fails over between them
+	for _, n := range c.Nodes() {
+		if n.Config.Role == cluster.RoleGate {
+			gates = append(gates, "http://"+n.Config.HTTPAddr)
+		}
+	}
+	fmt.Fprintf(out, "\ntoken: %s\ncluster file: %s\n\n", c.Token(), c.ClusterFilePath())
+	fmt.Fprintf(out, "  export STRATA_ADDR=%s STRATA_TOKEN=%s\n", strings.Join(gates, ","), c.Token())
+	fmt.Fprintf(out, "  %s\n\nCtrl-C stops the cluster.\n", devJobExample)
+}

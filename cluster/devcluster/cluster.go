@@ -1,0 +1,429 @@
+package devcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// Defaults and bounds of the launcher.
+const (
+	// DefaultStopTimeout is how long a node may drain after SIGTERM
+	// (leadership transfer, WAL sync) before it is killed.
+	DefaultStopTimeout = 20 * time.Second
+	// readyPollInterval paces /readyz polls; readyRequestTimeout bounds one.
+	readyPollInterval   = 100 * time.Millisecond
+	readyRequestTimeout = time.Second
+)
+
+// Errors callers branch on.
+var (
+	ErrUnknownNode = errors.New("unknown node")
+	ErrRunning     = errors.New("node is running")
+	ErrNotRunning  = errors.New("node is not running")
+	// ErrExited is wrapped by WaitReady and Start when a node's process
+	// exits before it is ready.
+	ErrExited = errors.New("node process exited")
+)
+
+// Config is what New needs.
+type Config struct {
+	Options Options
+	// Binary is the strata executable; each node runs as
+	// `Binary agent --config DATA/<node_id>/agent.yaml`.
+	Binary string
+	// Env is added to every node's environment (the launcher's own,
+	// without STRATA_ variables, which would override agent.yaml). A
+	// race-enabled binary wants GORACE=atexit_sleep_ms=0, or every exit
+	// takes a second longer.
+	Env []string
+	// StopTimeout bounds a node's drain after SIGTERM; default
+	// DefaultStopTimeout.
+	StopTimeout time.Duration
+	// OnExit, if set, is called from a background goroutine when a node
+	// exits without Kill, Stop, Restart or StopAll asking it to.
+	OnExit func(Exit)
+}
+
+// Exit describes a node process that ended.
+type Exit struct {
+	NodeID  string
+	Status  string // "exit status 1", "signal: killed", ...
+	LogPath string
+}
+
+// Cluster runs the planned nodes as child processes. It is safe for
+// concurrent use.
+type Cluster struct {
+	cfg     Config
+	opts    Options // defaults applied, DataDir absolute, tokens set
+	specs   []NodeSpec
+	byID    map[string]NodeSpec
+	env     []string
+	client  *http.Client
+	mu      sync.Mutex
+	running map[string]*process // the last process of each node started
+}
+
+// New plans the cluster of cfg.Options in its data directory: it creates
+// the directory, loads its tokens or creates them (from Options.Token and
+// Options.ClusterToken where set, else random), refuses a directory holding
+// another cluster shape, and checks the planned loopback IPs can be bound.
+// It starts nothing.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Binary == "" {
+		return nil, fmt.Errorf("%w: agent binary is required", ErrBadOptions)
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	o := cfg.Options.withDefaults()
+	if err := o.validate(false); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir %q: %w", o.DataDir, err)
+	}
+	o.DataDir = dir
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	sec, err := loadSecrets(dir, secrets{Token: o.Token, ClusterToken: o.ClusterToken})
+	if err != nil {
+		return nil, err
+	}
+	o.Token, o.ClusterToken = sec.Token, sec.ClusterToken
+	specs, err := Plan(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkShape(dir, specs); err != nil {
+		return nil, err
+	}
+	if err := checkIPs(specs); err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		cfg:     cfg,
+		opts:    o,
+		specs:   specs,
+		byID:    make(map[string]NodeSpec, len(specs)),
+		env:     nodeEnv(os.Environ(), cfg.Env),
+		client:  &http.Client{Timeout: readyRequestTimeout, Transport: &http.Transport{Proxy: nil}},
+		running: make(map[string]*process, len(specs)),
+	}
+	for _, s := range specs {
+		c.byID[s.ID()] = s
+	}
+	return c, nil
+}
+
+// Nodes returns the plan, gates first, region by region.
+func (c *Cluster) Nodes() []NodeSpec {
+	out := make([]NodeSpec, len(c.specs))
+	copy(out, c.specs)
+	return out
+}
+
+// Node returns one node's plan.
+func (c *Cluster) Node(id string) (NodeSpec, error) {
+	s, ok := c.byID[id]
+	if !ok {
+		return NodeSpec{}, fmt.Errorf("%w: %q", ErrUnknownNode, id)
+	}
+	return s, nil
+}
+
+// Token is the API token, bound to all tenants with every scope.
+func (c *Cluster) Token() string { return c.opts.Token }
+
+// DataDir is the cluster's absolute data directory.
+func (c *Cluster) DataDir() string { return c.opts.DataDir }
+
+// ClusterFilePath is where cluster.json is written.
+func (c *Cluster) ClusterFilePath() string { return filepath.Join(c.opts.DataDir, clusterFileName) }
+
+// PID is the process id of a running node, or 0.
+func (c *Cluster) PID(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.running[id]; p != nil && !p.exited() {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// Start starts every node that is not running, records cluster.json, then
+// waits until every node reports ready, bounded by ctx. If a node exits
+// before it is ready, Start returns at once with ErrExited. On error the
+// nodes already started keep running: call StopAll.
+func (c *Cluster) Start(ctx context.Context) error {
+	// A port in use fails the start before any node runs.
+	for _, s := range c.specs {
+		if c.PID(s.ID()) == 0 {
+			if err := checkPortsFree(s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range c.specs {
+		if err := c.StartNode(s.ID()); err != nil && !errors.Is(err, ErrRunning) {
+			return err
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(c.specs))
+	var wg sync.WaitGroup
+	for i, s := range c.specs {
+		wg.Go(func() {
+			errs[i] = c.WaitReady(wctx, s.ID())
+			if errors.Is(errs[i], ErrExited) {
+				cancel() // the others may never be ready without it
+			}
+		})
+	}
+	wg.Wait()
+	var exited []error
+	for _, err := range errs {
+		if errors.Is(err, ErrExited) {
+			exited = append(exited, err)
+		}
+	}
+	if len(exited) > 0 {
+		return errors.Join(exited...)
+	}
+	return errors.Join(errs...)
+}
+
+// StartNode writes the node's config and starts its process; it does not
+// wait for readiness (WaitReady). It returns ErrRunning if the node runs.
+func (c *Cluster) StartNode(id string) error {
+	s, err := c.Node(id)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.running[id]; p != nil && !p.exited() {
+		return fmt.Errorf("start %s: %w (pid %d)", id, ErrRunning, p.cmd.Process.Pid)
+	}
+	if err := prepareNodeDir(s); err != nil {
+		return err
+	}
+	if err := checkPortsFree(s); err != nil {
+		return err
+	}
+	p, err := startProcess(c.cfg.Binary, c.env, s)
+	if err != nil {
+		return err
+	}
+	c.running[id] = p
+	go c.watch(id, p)
+	return c.writeClusterFileLocked()
+}
+
+// prepareNodeDir creates the node's directories and writes its config.
+func prepareNodeDir(s NodeSpec) error {
+	if err := os.MkdirAll(s.Config.DataDir, dirMode); err != nil {
+		return fmt.Errorf("node %s: %w", s.ID(), err)
+	}
+	b, err := encodeNodeConfig(s.Config)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(s.ConfigPath, b)
+}
+
+// watch reports p's exit through OnExit unless the launcher asked for it.
+func (c *Cluster) watch(id string, p *process) {
+	<-p.done
+	c.mu.Lock()
+	expected := p.stopping
+	c.mu.Unlock()
+	if !expected && c.cfg.OnExit != nil {
+		c.cfg.OnExit(Exit{NodeID: id, Status: p.status(), LogPath: p.logPath})
+	}
+}
+
+// WaitReady polls the node's /readyz until it answers 200. It fails with
+// ErrExited if the process ends first, or with ctx's error.
+func (c *Cluster) WaitReady(ctx context.Context, id string) error {
+	s, err := c.Node(id)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	p := c.running[id]
+	c.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("wait for %s: %w", id, ErrNotRunning)
+	}
+	url := "http://" + s.Config.HTTPAddr + "/readyz"
+	tick := time.NewTicker(readyPollInterval)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = c.ready(ctx, url); last == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("node %s: %w before it was ready (%s); log: %s", id, ErrExited, p.status(), p.logPath)
+		case <-ctx.Done():
+			return fmt.Errorf("node %s not ready: %w (last: %v); log: %s", id, ctx.Err(), last, p.logPath)
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cluster) ready(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the node and waits for it to exit. A node that is
+// not running is left alone.
+func (c *Cluster) Kill(id string) error {
+	p, err := c.markStopping(id)
+	if err != nil || p == nil {
+		return err
+	}
+	if err := p.signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s: %w", id, err)
+	}
+	if !p.wait(killWaitTimeout) {
+		return fmt.Errorf("kill %s: still running %v after SIGKILL", id, killWaitTimeout)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM so the node drains, waits up to the stop timeout,
+// then kills it. It reports a node that had to be killed or that exited
+// with an error; either way the node is stopped when it returns nil or
+// such an error. A node that is not running is left alone.
+func (c *Cluster) Stop(id string) error {
+	p, err := c.markStopping(id)
+	if err != nil || p == nil {
+		return err
+	}
+	if err := p.signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	if p.wait(c.cfg.StopTimeout) {
+		if !stoppedCleanly(p.state) {
+			return fmt.Errorf("stop %s: %s; log: %s", id, p.status(), p.logPath)
+		}
+		return nil
+	}
+	if err := p.signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	if !p.wait(killWaitTimeout) {
+		return fmt.Errorf("stop %s: still running %v after SIGKILL", id, killWaitTimeout)
+	}
+	return fmt.Errorf("stop %s: no exit within %v of SIGTERM, killed; log: %s", id, c.cfg.StopTimeout, p.logPath)
+}
+
+// stoppedCleanly accepts exit status 0 and death by SIGTERM: a node
+// signalled before it installed its handler dies of the signal it was sent.
+func stoppedCleanly(st *os.ProcessState) bool {
+	if st.Success() {
+		return true
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
+}
+
+// markStopping returns the node's running process, marked so its exit is
+// not reported, or nil if the node is not running.
+func (c *Cluster) markStopping(id string) (*process, error) {
+	if _, err := c.Node(id); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.running[id]
+	if p == nil || p.exited() {
+		return nil, nil
+	}
+	p.stopping = true
+	return p, nil
+}
+
+// Restart stops the node (Stop) and starts it again (StartNode) without
+// waiting for readiness. A Stop that had to kill is reported alongside.
+func (c *Cluster) Restart(id string) error {
+	stopErr := c.Stop(id)
+	if c.PID(id) != 0 {
+		return stopErr
+	}
+	return errors.Join(stopErr, c.StartNode(id))
+}
+
+// StopAll stops every running node in parallel (Stop), so the whole
+// cluster takes one stop timeout rather than one per node.
+func (c *Cluster) StopAll() error {
+	errs := make([]error, len(c.specs))
+	var wg sync.WaitGroup
+	for i, s := range c.specs {
+		wg.Go(func() { errs[i] = c.Stop(s.ID()) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ClusterFile describes the cluster as cluster.json does; a node that is
+// not running has pid 0.
+func (c *Cluster) ClusterFile() api.ClusterFile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusterFileLocked()
+}
+
+func (c *Cluster) clusterFileLocked() api.ClusterFile {
+	pids := make(map[string]int, len(c.running))
+	for id, p := range c.running {
+		if !p.exited() {
+			pids[id] = p.cmd.Process.Pid
+		}
+	}
+	return clusterFileOf(c.opts.DataDir, c.opts.Token, c.specs, pids)
+}
+
+// WriteClusterFile writes ClusterFile to DATA/cluster.json (0600: it holds
+// the token). Start and StartNode do so themselves.
+func (c *Cluster) WriteClusterFile() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeClusterFileLocked()
+}
+
+func (c *Cluster) writeClusterFileLocked() error {
+	b, err := json.MarshalIndent(c.clusterFileLocked(), "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(c.ClusterFilePath(), append(b, '\n'))
+}

@@ -1,0 +1,32 @@
+// Package devcluster plans and runs a whole multi-region Strata cluster on
+// one machine, one `strata agent` process per node. `strata dev` uses it to
+// give a user a cluster to play with; integration tests use it to start,
+// kill -9 and restart real node processes.
+//
+// The plan (Plan) is a pure function of Options: every node gets its own
+// loopback IP, 127.0.<SubnetBase+r>.<n> for region r and node n (gates
+// first, then managers), and the same fixed ports, so a node's address says
+// which region and node it is and the fault-injection layer, which tells
+// peers apart by IP, sees every node as distinct. Tests pick their own
+// SubnetBase so they never collide with a running dev cluster or with each
+// other.
+//
+// The launcher (Cluster) owns a data directory:
+//
+//	DATA/secrets.json        API token and cluster token (0600), reused on restart
+//	DATA/cluster.json        api.ClusterFile: nodes, addresses, pids (0600)
+//	DATA/<node_id>/agent.yaml  the node's config (0600: it holds the tokens)
+//	DATA/<node_id>/agent.log   the node's stdout and stderr, appended
+//	DATA/<node_id>/data        the node's own data_dir
+//
+// Invariants: a data directory only ever holds one cluster shape; New
+// refuses a plan whose nodes or addresses differ from the cluster.json
+// already there. Every child runs in its own process group, so a Ctrl-C at
+// the terminal reaches only the launcher, which then stops the nodes in
+// order (SIGTERM, bounded, then SIGKILL). On Linux a child is also killed
+// if the launcher dies, so crashed tests leave no nodes behind.
+//
+// A Cluster is safe for concurrent use. It does not restart nodes that
+// die on their own: it reports them (Config.OnExit) and leaves healing to
+// the cluster.
+package devcluster

@@ -1,0 +1,92 @@
+package devcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The launcher tests run the test binary itself as each node's "agent":
+// with fakeAgentEnv set, TestMain serves /readyz and /livez on the node's
+// http_addr, read from agent.yaml the way the real agent reads it. The
+// other variables name the node (by id) that misbehaves.
+const (
+	fakeAgentEnv       = "DEVCLUSTER_FAKE_AGENT"
+	fakeExitEnv        = "DEVCLUSTER_FAKE_EXIT"        // node id: exits with status 3 at once
+	fakeIgnoreTermEnv  = "DEVCLUSTER_FAKE_IGNORE_TERM" // node id: ignores SIGTERM
+	fakeNotReadyEnv    = "DEVCLUSTER_FAKE_NOT_READY"   // node id: /readyz answers 503
+	fakeExitStatus     = 3
+	fakeStrataEnvExit  = 7 // a STRATA_ variable reached the node
+	fakeLifetime       = 2 * time.Minute
+	fakeShutdownBudget = 2 * time.Second
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeAgentEnv) == "1" {
+		os.Exit(runFakeAgent(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// runFakeAgent stands in for `strata agent --config FILE`. It lives at
+// most fakeLifetime, so no fake outlives a broken test for long.
+func runFakeAgent(args []string) int {
+	if len(args) != 3 || args[0] != "agent" || args[1] != "--config" {
+		fmt.Fprintf(os.Stderr, "fake agent: unexpected args %q\n", args)
+		return 2
+	}
+	cfg, err := loadAgentConfig(args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake agent:", err)
+		return 2
+	}
+	if i := slices.IndexFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, strataEnvPrefix) }); i >= 0 {
+		fmt.Fprintf(os.Stderr, "fake agent: inherited %s\n", os.Environ()[i])
+		return fakeStrataEnvExit
+	}
+	if os.Getenv(fakeExitEnv) == cfg.NodeID {
+		fmt.Fprintf(os.Stderr, "fake agent %s: exiting as told\n", cfg.NodeID)
+		return fakeExitStatus
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	l, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake agent:", err)
+		return 1
+	}
+	notReady := os.Getenv(fakeNotReadyEnv) == cfg.NodeID
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if notReady {
+			http.Error(w, "no leader", http.StatusServiceUnavailable)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}
+	go srv.Serve(l)
+	fmt.Fprintf(os.Stderr, "fake agent %s: serving %s\n", cfg.NodeID, cfg.HTTPAddr)
+	ignoreTerm := os.Getenv(fakeIgnoreTermEnv) == cfg.NodeID
+	lifetime := time.After(fakeLifetime)
+	for {
+		select {
+		case <-term:
+			if ignoreTerm {
+				continue
+			}
+		case <-lifetime:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), fakeShutdownBudget)
+		defer cancel()
+		srv.Shutdown(ctx)
+		return 0
+	}
+}
