@@ -102,6 +102,24 @@ func (se StoredEvent) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
+// UnmarshalJSON reads what MarshalJSON writes (for API clients); BodyHash
+// is not on the wire and stays zero.
+func (se *StoredEvent) UnmarshalJSON(b []byte) error {
+	var j eventJSON
+	if err := decodeStrict(b, &j); err != nil {
+		return err
+	}
+	if j.Link == nil {
+		return fieldErr("link", "missing on a stored event")
+	}
+	e, err := j.toEvent()
+	if err != nil {
+		return err
+	}
+	*se = StoredEvent{Event: e, Seq: j.Seq, Link: *j.Link}
+	return nil
+}
+
 type regionJSON struct {
 	Status             string `json:"status"`
 	Accepted           bool   `json:"accepted"`
