@@ -53,6 +53,15 @@ bench-wal:
 	if [ $$status -eq 0 ]; then $(GO) run ./wal/internal/benchtable -in $$dir/bench.txt -dir $$dir -out BENCHMARKS.md; status=$$?; fi; \
 	rm -rf "$$dir"; exit $$status
 
+# Strata against etcd on this machine: a 3-member etcd (Debian's etcd-server,
+# installed if missing; fsync on) and a `strata dev` cluster, one 200-byte
+# write per request at 1, 64 and 256 clients plus Strata batched; rewrites
+# BENCHMARKS.md's "## bench-compare" section. Each run lasts BENCH_DURATION
+# (default 10s); the other knobs are listed in test/bench/compare.sh.
+.PHONY: bench-compare
+bench-compare:
+	GO="$(GO)" test/bench/compare.sh
+
 # Long crash test: WAL_KILL_CYCLES SIGKILLs of a NodeWAL writer process, each
 # followed by recovery and a check of every acknowledged record; prints the
 # seed (STRATA_WAL_CRASH_SEED=<seed> replays a schedule).

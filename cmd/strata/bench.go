@@ -1,6 +1,135 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
-// Placeholder until this command lands; its owner replaces this file.
-func newBenchCmd() *cobra.Command { return &cobra.Command{Use: "newBenchCmd", Hidden: true} }
+	"github.com/spf13/cobra"
+
+	"github.com/strata-ledger/strata/test/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		cfg         bench.Config
+		addrs       string
+		clusterFile string
+		output      string
+		noProgress  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Write to a Strata cluster (or etcd) from many clients; report throughput and latency",
+		Long: `Run N concurrent clients, each sending its next write when the previous one
+is acknowledged, for --duration or --requests, whichever ends first.
+
+Strata, --tier global: one job submit per request (POST /v1/jobs), or with
+--batch K > 1, K JobCreated events per POST /v1/events:batch, to gates.
+Strata, --tier regional: K WorkflowDispatched events per POST /v1/events:batch,
+to the managers of --region.
+etcd (--target etcd): one put per request through etcd's JSON gateway
+(POST /v3/kv/put).
+
+--payload sizes each event's stored body (etcd: the value).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != outputTable && output != outputJSON {
+				return usageError{fmt.Errorf("-o %q: want %s or %s", output, outputTable, outputJSON)}
+			}
+			if err := benchAddrs(&cfg, addrs, clusterFile); err != nil {
+				return usageError{err}
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			if !noProgress && isTerminal(os.Stderr) {
+				cfg.Progress = cmd.ErrOrStderr()
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := bench.Run(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if err := writeBenchResult(cmd.OutOrStdout(), res, output); err != nil {
+				return err
+			}
+			if res.Requests == 0 {
+				return errors.New("bench: no request succeeded")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addrs, "addr", "", "comma-separated node addresses (host:port or URL); clients are spread over them")
+	f.StringVar(&clusterFile, "cluster-file", "", "take addresses and token from the cluster.json of strata dev: its gates, or the managers of --region (default ./"+devClusterFile+" when no --addr)")
+	f.StringVar(&cfg.Token, "token", os.Getenv(envToken), "API bearer token (default $"+envToken+")")
+	f.StringVar(&cfg.Target, "target", bench.TargetStrata, "system under test: strata or etcd")
+	f.StringVar(&cfg.Tier, "tier", bench.TierGlobal, "strata: global (jobs, to gates) or regional (workflow events, to managers)")
+	f.StringVar(&cfg.Durability, "durability", "", "strata: local, regional or global (default: the tier's own)")
+	f.IntVar(&cfg.Clients, "clients", 1, "concurrent clients")
+	f.Int64Var(&cfg.Requests, "requests", 0, "stop after this many requests in all (0: run for --duration)")
+	f.DurationVar(&cfg.Duration, "duration", bench.DefaultDuration, "stop after this long")
+	f.IntVar(&cfg.PayloadBytes, "payload", bench.DefaultPayloadBytes, "bytes per event body (etcd: per value)")
+	f.IntVar(&cfg.Batch, "batch", 1, "events per request (strata)")
+	f.StringVar(&cfg.Region, "region", bench.DefaultRegion, "region the workload writes to")
+	f.StringVar(&cfg.Tenant, "tenant", bench.DefaultTenant, "tenant the workload writes as")
+	f.DurationVar(&cfg.RequestTimeout, "timeout", bench.DefaultRequestTimeout, "bound on one request")
+	f.DurationVar(&cfg.WaitReady, "wait-ready", 0, "first wait up to this long for every address to pass its health check (0: don't)")
+	f.StringVarP(&output, "output", "o", outputTable, "table or json")
+	f.BoolVar(&noProgress, "no-progress", false, "draw no progress bar (none is drawn unless stderr is a terminal)")
+	return cmd
+}
+
+// benchAddrs fills cfg.Addrs (and the token, if none was given) from
+// --addr, else --cluster-file, else the dev cluster file of the current
+// directory.
+func benchAddrs(cfg *bench.Config, addrs, clusterFile string) error {
+	if addrs != "" {
+		for _, a := range strings.Split(addrs, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				cfg.Addrs = append(cfg.Addrs, a)
+			}
+		}
+		return nil
+	}
+	if cfg.Target == bench.TargetEtcd {
+		return errors.New("no etcd address: give --addr host:port")
+	}
+	if clusterFile == "" {
+		if _, err := os.Stat(devClusterFile); err != nil {
+			return fmt.Errorf("no address: give --addr, --cluster-file, or run from the directory where `strata dev` wrote %s", devClusterFile)
+		}
+		clusterFile = devClusterFile
+	}
+	cf, err := bench.LoadClusterFile(clusterFile)
+	if err != nil {
+		return err
+	}
+	if cfg.Addrs, err = bench.TierAddrs(cf, cfg.Tier, cfg.Region); err != nil {
+		return fmt.Errorf("%s: %w", clusterFile, err)
+	}
+	if cfg.Token == "" {
+		cfg.Token = cf.Token
+	}
+	return nil
+}
+
+func writeBenchResult(w io.Writer, res *bench.Result, output string) error {
+	if output == outputJSON {
+		return res.WriteJSON(w)
+	}
+	return res.WriteTable(w)
+}
+
+// isTerminal reports whether f is a character device (a terminal), where
+// a progress bar's carriage returns make sense.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# bench-compare: Strata's write path against etcd's, on this machine.
+#
+# Starts a 3-member etcd cluster on 127.0.20.1-3 (fsync on, as Strata) and a
+# `strata dev` cluster on its own loopback subnet, runs `strata bench`
+# against each (one 200-byte write per request at 1, 64 and 256 clients;
+# Strata also batched), and rewrites the "## bench-compare" section of
+# BENCHMARKS.md from the JSON results. Every process it starts is stopped on
+# exit; its temporary directory is removed unless a run failed.
+#
+# Environment (defaults in brackets):
+#   BENCH_DURATION       length of each run [10s]
+#   BENCH_CLIENTS        client counts of the one-write-per-request runs ["1 64 256"]
+#   BENCH_BATCH          events per request of the batched Strata runs [1000]
+#   BENCH_BATCH_CLIENTS  client counts of the batched runs ["1 16"]
+#   BENCH_PAYLOAD        bytes per write [200]
+#   BENCH_ONLY           all, etcd or strata [all]
+#   BENCH_REGION         Strata region written to in the regional runs [use1]
+#   BENCH_STRATA_SUBNET  `strata dev --subnet`: regions on 127.0.N.x, 127.0.N+1.x, ... [40]
+#   BENCH_ETCD_SUBNET    etcd members on 127.0.N.1-3 [20]
+#   BENCH_READY_TIMEOUT  seconds to wait for a cluster to become ready [120]
+#   BENCH_WAN_LATENCY    `strata dev --wan-latency` [0s: loopback, like etcd]
+#   BENCH_OUT            file to rewrite [BENCHMARKS.md at the repository root]
+#   STRATA_BIN           strata binary [built from this tree]
+#   STRATA_DEV_FLAGS     extra flags for `strata dev`
+#   GO                   go command [go]
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+duration=${BENCH_DURATION:-10s}
+clients=${BENCH_CLIENTS:-"1 64 256"}
+batch=${BENCH_BATCH:-1000}
+batch_clients=${BENCH_BATCH_CLIENTS:-"1 16"}
+payload=${BENCH_PAYLOAD:-200}
+only=${BENCH_ONLY:-all}
+region=${BENCH_REGION:-use1}
+strata_subnet=${BENCH_STRATA_SUBNET:-40}
+etcd_subnet=${BENCH_ETCD_SUBNET:-20}
+ready_timeout=${BENCH_READY_TIMEOUT:-120}
+wan_latency=${BENCH_WAN_LATENCY:-0s}
+out=${BENCH_OUT:-$root/BENCHMARKS.md}
+go=${GO:-go}
+
+case $only in all | etcd | strata) ;; *)
+	echo "bench-compare: BENCH_ONLY=$only: want all, etcd or strata" >&2
+	exit 2
+	;;
+esac
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/strata-bench-compare.XXXXXX")
+mkdir -p "$work/results" "$work/etcd"
+pids=()
+failed=0
+
+log() { echo "bench-compare: $*" >&2; }
+
+# stop ends the processes this script started: SIGTERM, up to 10 s of
+# grace, then SIGKILL. `strata dev` stops its nodes on SIGTERM and they die
+# with it in any case.
+stop() {
+	local pid i alive
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for i in $(seq 100); do
+		alive=0
+		for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+		[ "$alive" = 0 ] && break
+		sleep 0.1
+	done
+	for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+	pids=()
+}
+
+cleanup() {
+	stop
+	if [ "$failed" = 0 ]; then
+		rm -rf "$work"
+	else
+		log "logs and results kept in $work"
+	fi
+}
+trap cleanup EXIT
+trap 'failed=1; exit 130' INT TERM
+
+strata=${STRATA_BIN:-}
+if [ -z "$strata" ]; then
+	log "building strata"
+	(cd "$root" && "$go" build -o "$work/bin/strata" ./cmd/strata)
+	strata=$work/bin/strata
+fi
+
+# bench NAME ARGS...: one `strata bench` run, its JSON kept as NAME.json.
+bench() {
+	local name=$1
+	shift
+	log "run $name: $*"
+	if "$strata" bench --no-progress -o json --duration "$duration" --payload "$payload" "$@" \
+		>"$work/results/$name.json.part" 2>"$work/results/$name.log"; then
+		mv "$work/results/$name.json.part" "$work/results/$name.json"
+	else
+		failed=1
+		log "run $name failed: $(tail -n 3 "$work/results/$name.log")"
+	fi
+}
+
+ensure_etcd() {
+	command -v etcd >/dev/null && return
+	log "etcd not found; installing Debian's etcd-server"
+	local sudo=()
+	[ "$(id -u)" = 0 ] || sudo=(sudo)
+	"${sudo[@]}" apt-get install -y etcd-server ||
+		{ "${sudo[@]}" apt-get update && "${sudo[@]}" apt-get install -y etcd-server; }
+}
+
+run_etcd() {
+	ensure_etcd
+	local i ip members="" addrs=""
+	for i in 1 2 3; do
+		ip=127.0.$etcd_subnet.$i
+		members+="${members:+,}e$i=http://$ip:2380"
+		addrs+="${addrs:+,}http://$ip:2379"
+	done
+	for i in 1 2 3; do
+		ip=127.0.$etcd_subnet.$i
+		etcd --name "e$i" --data-dir "$work/etcd/e$i" \
+			--listen-client-urls "http://$ip:2379" --advertise-client-urls "http://$ip:2379" \
+			--listen-peer-urls "http://$ip:2380" --initial-advertise-peer-urls "http://$ip:2380" \
+			--initial-cluster "$members" --initial-cluster-state new \
+			--initial-cluster-token "strata-bench-$$" --logger zap --log-level warn \
+			>"$work/etcd/e$i.log" 2>&1 &
+		pids+=($!)
+	done
+	log "etcd $(etcd_version) on $addrs"
+	local wait=(--wait-ready "${ready_timeout}s") c
+	for c in $clients; do
+		bench "etcd-c$c" "${wait[@]}" --target etcd --addr "$addrs" --clients "$c"
+		wait=()
+	done
+	stop
+}
+
+etcd_version() { etcd --version 2>/dev/null | awk '/^etcd Version:/ {print $3}'; }
+
+run_strata() {
+	local data=$work/strata-dev
+	# shellcheck disable=SC2086 # STRATA_DEV_FLAGS is a list of flags
+	"$strata" dev --data "$data" --subnet "$strata_subnet" --wan-latency "$wan_latency" \
+		--ready-timeout "${ready_timeout}s" --log-level warn ${STRATA_DEV_FLAGS:-} \
+		>"$work/strata-dev.log" 2>&1 &
+	local dev=$!
+	pids+=("$dev")
+	local deadline=$((SECONDS + ready_timeout))
+	while [ ! -s "$data/cluster.json" ]; do
+		if ! kill -0 "$dev" 2>/dev/null; then
+			failed=1
+			log "strata dev exited: $(tail -n 5 "$work/strata-dev.log")"
+			return 1
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			failed=1
+			log "strata dev wrote no $data/cluster.json within ${ready_timeout}s"
+			return 1
+		fi
+		sleep 0.2
+	done
+	log "strata dev up ($data/cluster.json)"
+	local cf=(--cluster-file "$data/cluster.json" --region "$region")
+	local wait=(--wait-ready "${ready_timeout}s") c
+	for c in $clients; do
+		bench "strata-regional-c$c" "${cf[@]}" "${wait[@]}" --tier regional --durability regional --clients "$c"
+		wait=()
+	done
+	wait=(--wait-ready "${ready_timeout}s") # the gates, this time
+	for c in $clients; do
+		bench "strata-global-c$c" "${cf[@]}" "${wait[@]}" --tier global --durability global --clients "$c"
+		wait=()
+	done
+	for c in $batch_clients; do
+		bench "strata-regional-batch$batch-c$c" "${cf[@]}" --tier regional --durability regional --batch "$batch" --clients "$c"
+	done
+	stop
+}
+
+if [ "$only" != strata ]; then run_etcd; fi
+if [ "$only" != etcd ]; then run_strata || true; fi
+
+if [ "$failed" != 0 ]; then
+	log "a run failed; $out left unchanged"
+	exit 1
+fi
+(cd "$root" && "$go" run ./test/bench/benchmd -in "$work/results" -out "$out" \
+	-etcd-version "$( [ "$only" = strata ] || etcd_version)" \
+	-strata "$( [ "$only" = etcd ] || echo "strata dev, 3 regions × (1 gate + 3 managers), one process per node, WAN latency $wan_latency; REGIONAL rows write to the 3 managers of $region, GLOBAL rows to the 3 gates")")
+log "updated $out"

@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// Progress counts finished requests while a run lasts; the progress bar
+// reads it.
+type Progress struct {
+	OK     atomic.Int64
+	Failed atomic.Int64
+}
+
+// Run sends cfg's workload until cfg.Requests have been sent, cfg.Duration
+// has passed or ctx ends, and returns what it measured. Requests cut short
+// by the end are not counted. Run fails only on a bad config or, with
+// cfg.WaitReady, on nodes that do not become ready; failed requests are
+// counted in the result, by cause.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails
+	s, err := newSpec(cfg, binary.BigEndian.Uint32(nonce[:]), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	bases := make([]string, len(cfg.Addrs))
+	for i, a := range cfg.Addrs {
+		bases[i], _ = baseURL(a) // checked by Validate
+	}
+	httpClient := &http.Client{
+		Timeout: cfg.RequestTimeout,
+		Transport: &http.Transport{
+			Proxy:               nil, // loopback benchmarks must not go through a proxy
+			DialContext:         (&net.Dialer{Timeout: cfg.RequestTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        cfg.Clients,
+			MaxIdleConnsPerHost: cfg.Clients,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+	}
+	defer httpClient.CloseIdleConnections()
+	if cfg.WaitReady > 0 {
+		if err := waitReady(ctx, httpClient, cfg.Target, bases, cfg.WaitReady); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+
+	start := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var progress Progress
+	stopBar := startProgressBar(cfg.Progress, &progress, cfg.Requests, cfg.Duration)
+
+	var issued atomic.Int64
+	clients := make([]*client, cfg.Clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := &client{
+			gen: s.generator(i), url: bases[i%len(bases)] + s.path(), token: cfg.Token,
+			etcd: cfg.Target == TargetEtcd, http: httpClient, progress: &progress,
+			errors: map[string]int64{}, rejected: map[string]int64{},
+		}
+		clients[i] = c
+		wg.Go(func() {
+			for runCtx.Err() == nil {
+				if cfg.Requests > 0 && issued.Add(1) > cfg.Requests {
+					return
+				}
+				c.do(runCtx)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopBar()
+	return newResult(cfg, s, bases, start, elapsed, clients), nil
+}
+
+// client is one closed-loop sender.
+type client struct {
+	gen      *generator
+	url      string
+	token    string
+	etcd     bool
+	http     *http.Client
+	progress *Progress
+
+	hist     Histogram
+	ok       int64 // requests answered with success
+	events   int64 // events those requests carried, minus rejected ones
+	failed   int64
+	errors   map[string]int64 // failed requests by cause
+	rejected map[string]int64 // events a successful batch rejected, by code
+	resp     bytes.Buffer
+}
+
+// do sends one request and records its outcome.
+func (c *client) do(ctx context.Context) {
+	body, events := c.gen.next(time.Now())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		c.fail(ctx, "request: "+err.Error())
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	t0 := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // cut by the end of the run: not counted
+		}
+		c.fail(ctx, transportCause(err))
+		return
+	}
+	c.resp.Reset()
+	_, err = c.resp.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
+	resp.Body.Close()
+	latency := time.Since(t0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		c.fail(ctx, transportCause(err))
+		return
+	}
+	if resp.StatusCode/100 != 2 {
+		c.fail(ctx, c.statusCause(resp.StatusCode, c.resp.Bytes()))
+		return
+	}
+	c.hist.Record(latency)
+	c.ok++
+	c.events += int64(events - c.countRejected(c.resp.Bytes()))
+	c.progress.OK.Add(1)
+}
+
+func (c *client) fail(ctx context.Context, cause string) {
+	c.failed++
+	c.errors[cause]++
+	c.progress.Failed.Add(1)
+	// Pause briefly so that a dead node does not become a busy loop.
+	t := time.NewTimer(errorBackoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// statusCause names a non-2xx answer: "503 unavailable" from Strata's
+// error envelope, "400 grpc-3" from etcd's gateway, or the bare status.
+func (c *client) statusCause(status int, body []byte) string {
+	if c.etcd {
+		var e struct {
+			Code int `json:"code"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Code != 0 {
+			return fmt.Sprintf("%d grpc-%d", status, e.Code)
+		}
+		return fmt.Sprintf("%d", status)
+	}
+	var env api.ErrorEnvelope
+	if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Code != "" {
+		return fmt.Sprintf("%d %s", status, env.Error.Code)
+	}
+	return fmt.Sprintf("%d", status)
+}
+
+// countRejected counts the events a batch answer reports rejected, and
+// records them by code. Job submits and etcd puts carry no per-event
+// results.
+func (c *client) countRejected(body []byte) int {
+	if c.etcd || c.gen.s.workload == WorkloadJobSubmit {
+		return 0
+	}
+	var br api.BatchResponse
+	if json.Unmarshal(body, &br) != nil {
+		return 0
+	}
+	n := 0
+	for _, r := range br.Results {
+		if r.Outcome != "rejected" {
+			continue
+		}
+		n++
+		code := "rejected"
+		if r.Error != nil && r.Error.Code != "" {
+			code = r.Error.Code
+		}
+		c.rejected[code]++
+	}
+	return n
+}
+
+// transportCause names a failure below HTTP without the addresses that
+// would make every node's failures a cause of their own.
+func transportCause(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed"
+	}
+	return "transport error"
+}
