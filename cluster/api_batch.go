@@ -176,34 +176,70 @@ func (n *Node) stampEvents(p Principal, events []fsm.Event) error {
 	return nil
 }
 
-// decodeBatchRequest decodes a batch in two steps, so that the event count
-// is checked before the events are decoded and every event's error names
-// its index.
+// decodeBatchRequest decodes {"events": [...]} in one pass: it walks the
+// array token by token and decodes each event in place, so the count is
+// checked before an event past the limit is decoded and every event's
+// error names its index.
 func decodeBatchRequest(body []byte) (api.BatchRequest, error) {
-	var raw struct {
-		Events []json.RawMessage `json:"events"`
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var req api.BatchRequest
+	if err := expectDelim(dec, '{'); err != nil {
+		return req, err
 	}
-	if err := decodeStrictBytes(body, &raw); err != nil {
-		return api.BatchRequest{}, err
-	}
-	switch {
-	case len(raw.Events) == 0:
-		return api.BatchRequest{}, badRequest("events: empty batch")
-	case len(raw.Events) > fsm.MaxBatchEvents:
-		return api.BatchRequest{}, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
-			Message: fmt.Sprintf("%d events in one batch: the limit is %d", len(raw.Events), fsm.MaxBatchEvents),
-			Details: map[string]any{"limit": fsm.MaxBatchEvents}}
-	}
-	req := api.BatchRequest{Events: make([]fsm.Event, len(raw.Events))}
-	for i, r := range raw.Events {
-		if err := req.Events[i].UnmarshalJSON(r); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = errors.New("body is missing")
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return req, jsonError(err, MaxRequestBytes)
+		}
+		if key, _ := tok.(string); key != "events" || seen {
+			return req, badRequest("unknown or repeated field %v: a batch is {\"events\": [...]}", tok)
+		}
+		seen = true
+		if err := expectDelim(dec, '['); err != nil {
+			return req, err
+		}
+		for dec.More() {
+			if len(req.Events) == fsm.MaxBatchEvents {
+				return req, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+					Message: fmt.Sprintf("more than %d events in one batch", fsm.MaxBatchEvents),
+					Details: map[string]any{"limit": fsm.MaxBatchEvents}}
 			}
-			return api.BatchRequest{}, badRequest("events[%d]: %v", i, err)
+			req.Events = append(req.Events, fsm.Event{})
+			if err := dec.Decode(&req.Events[len(req.Events)-1]); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = errors.New("body is missing")
+				}
+				return req, badRequest("events[%d]: %v", len(req.Events)-1, err)
+			}
+		}
+		if err := expectDelim(dec, ']'); err != nil {
+			return req, err
 		}
 	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return req, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return req, badRequest("request body holds more than one JSON value")
+	}
+	if len(req.Events) == 0 {
+		return req, badRequest("events: empty batch")
+	}
 	return req, nil
+}
+
+// expectDelim reads the next token and refuses anything but d.
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonError(err, MaxRequestBytes)
+	}
+	if got, ok := tok.(json.Delim); !ok || got != d {
+		return badRequest("malformed batch: want %q, got %v", d, tok)
+	}
+	return nil
 }
 
 // decodeStrictBytes decodes one JSON value refusing unknown fields.

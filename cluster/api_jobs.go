@@ -123,7 +123,13 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict) {
-		// Another gate took the same idempotency key first.
+		// The key's job was created earlier (through another gate, or
+		// before this gate applied it): answer from the ledger once this
+		// node has applied the entry that found the conflict.
+		if err := n.applied.wait(r.Context(), res.Index); err != nil {
+			writeError(w, submitError(err, res))
+			return
+		}
 		if done, err := n.replayIdempotent(w, eventID, &spec); done || err != nil {
 			if err != nil {
 				writeError(w, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +68,10 @@ func (n *Node) routes() http.Handler {
 		})
 	}
 	handle(internalProposePath, route{"POST": n.handlePropose})
+	// pprof, operator only (DESIGN §12: profiles on the admin listener).
+	mux.Handle("/debug/pprof/", n.operator(pprof.Index))
+	mux.Handle("/debug/pprof/profile", n.operator(pprof.Profile))
+	mux.Handle("/debug/pprof/trace", n.operator(pprof.Trace))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})

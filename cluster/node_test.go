@@ -83,7 +83,8 @@ func TestNode_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 	r.decode(t, &sub)
 	jobPath := "/v1/jobs/" + sub.JobID
 	big := append([]byte(`{"tenant":"acme","regions":["use1"],"timeout":"1m","workflows":[{"name":"`), make([]byte, MaxRequestBytes)...)
-	manyEvents := `{"events":[` + strings.Repeat(`{"type":"JobAccepted"},`, fsm.MaxBatchEvents) + `{"type":"JobAccepted"}]}`
+	accepted := `{"type":"JobAccepted","body":{"region":"use1","worker_count":1}}`
+	manyEvents := `{"events":[` + strings.Repeat(accepted+`,`, fsm.MaxBatchEvents) + accepted + `]}`
 	tests := []struct {
 		name, node, method, path, token, body string
 		status                                int

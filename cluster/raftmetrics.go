@@ -23,11 +23,10 @@ const raftMetricsExpiration = time.Minute
 // state": hashicorp/raft reports through the global sink of
 // github.com/hashicorp/go-metrics/compat, which (built without the
 // hashicorpmetrics tag, as this module is) forwards to the global of
-// github.com/armon/go-metrics. There is one such sink per process, so it is
-// installed once.
+// github.com/armon/go-metrics. There is one such sink per process: the
+// last registry bridged receives it.
 var raftMetricsBridge struct {
-	once sync.Once
-	err  error
+	mu sync.Mutex
 }
 
 // BridgeRaftMetrics exports hashicorp/raft's own metrics (and raft-boltdb's,
@@ -37,15 +36,15 @@ var raftMetricsBridge struct {
 // raft's names carry no _seconds suffix). One exception:
 // strata_raft_leader_lastContact, which raft samples itself in milliseconds.
 //
-// The first call installs the global go-metrics sink and registers it with
-// its reg; later calls do nothing and return the first call's error, so
-// only the first registerer receives raft's metrics. Series appear once raft
-// emits them: a summary exists after its first sample, not before.
+// Each call registers a sink with reg and makes it the global go-metrics
+// sink, so the last registry bridged receives raft's metrics (an agent has
+// one node, so one registry; in a test process with many nodes, the newest
+// node's). Series appear once raft emits them: a summary exists after its
+// first sample, not before.
 func BridgeRaftMetrics(reg prometheus.Registerer) error {
-	raftMetricsBridge.once.Do(func() {
-		raftMetricsBridge.err = installRaftMetrics(reg)
-	})
-	return raftMetricsBridge.err
+	raftMetricsBridge.mu.Lock()
+	defer raftMetricsBridge.mu.Unlock()
+	return installRaftMetrics(reg)
 }
 
 func installRaftMetrics(reg prometheus.Registerer) error {
