@@ -182,17 +182,11 @@ func (n *Node) handleGetJob(w http.ResponseWriter, r *http.Request) {
 	if !ok || n.forwardJobCall(w, r) {
 		return
 	}
-	id := r.PathValue("id")
-	if _, err := fsm.ParseJobID(id); err != nil {
-		writeError(w, badRequest("job id %q: %v", id, err))
+	id, ok := jobIDParam(w, r)
+	if !ok {
 		return
 	}
-	o, err := n.parseReadOpts(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !n.prepareRead(w, r, o) {
+	if !n.readPrelude(w, r) {
 		return
 	}
 	s, err := n.jobFor(p, id)
@@ -246,12 +240,7 @@ func (n *Node) handleListJobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	o, err := n.parseReadOpts(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !n.prepareRead(w, r, o) {
+	if !n.readPrelude(w, r) {
 		return
 	}
 	page, err := n.ledger.ListJobs(jq)
@@ -268,9 +257,8 @@ func (n *Node) handleJobEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok || n.forwardJobCall(w, r) {
 		return
 	}
-	id := r.PathValue("id")
-	if _, err := fsm.ParseJobID(id); err != nil {
-		writeError(w, badRequest("job id %q: %v", id, err))
+	id, ok := jobIDParam(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -282,12 +270,7 @@ func (n *Node) handleJobEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	o, err := n.parseReadOpts(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !n.prepareRead(w, r, o) {
+	if !n.readPrelude(w, r) {
 		return
 	}
 	s, err := n.jobFor(p, id)
@@ -314,9 +297,8 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	if !ok || n.forwardJobCall(w, r) {
 		return
 	}
-	id := r.PathValue("id")
-	if _, err := fsm.ParseJobID(id); err != nil {
-		writeError(w, badRequest("job id %q: %v", id, err))
+	id, ok := jobIDParam(w, r)
+	if !ok {
 		return
 	}
 	level, err := n.writeLevel(r)
@@ -388,6 +370,27 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		out.Outcome = rs.Outcome.String()
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// jobIDParam reads the {id} of a job path; a malformed id is a 400.
+func jobIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if _, err := fsm.ParseJobID(id); err != nil {
+		writeError(w, badRequest("job id %q: %v", id, err))
+		return "", false
+	}
+	return id, true
+}
+
+// readPrelude parses a read's consistency options and makes the node fit
+// to answer it (prepareRead); false when it has answered already.
+func (n *Node) readPrelude(w http.ResponseWriter, r *http.Request) bool {
+	o, err := n.parseReadOpts(r)
+	if err != nil {
+		writeError(w, err)
+		return false
+	}
+	return n.prepareRead(w, r, o)
 }
 
 func orAll(tenant string) string {

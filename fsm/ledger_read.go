@@ -347,34 +347,27 @@ func LedgerDigest(tx ReadTx) (Hash, error) {
 // JobByID returns a job's state whatever its tenant: for callers that
 // check the tenant themselves (an operator token sees every tenant).
 func (l *Ledger) JobByID(jobID string) (*JobState, error) {
-	var s *JobState
-	err := l.store.View(func(tx ReadTx) error {
-		var err error
-		s, err = tx.Job(jobID)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fsm: read job %s: %w", jobID, err)
-	}
-	if s == nil {
-		return nil, fmt.Errorf("fsm: job %s: %w", jobID, ErrNotFound)
-	}
-	return s, nil
+	return lookup(l, "job "+jobID, func(tx ReadTx) (*JobState, error) { return tx.Job(jobID) })
 }
 
 // Event returns the stored event with id (ErrNotFound if none).
 func (l *Ledger) Event(id EventID) (*StoredEvent, error) {
-	var se *StoredEvent
+	return lookup(l, "event "+id.String(), func(tx ReadTx) (*StoredEvent, error) { return tx.Event(id) })
+}
+
+// lookup reads one value in a View; absent is ErrNotFound.
+func lookup[T any](l *Ledger, what string, get func(ReadTx) (*T, error)) (*T, error) {
+	var v *T
 	err := l.store.View(func(tx ReadTx) error {
 		var err error
-		se, err = tx.Event(id)
+		v, err = get(tx)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fsm: read event %s: %w", id, err)
+		return nil, fmt.Errorf("fsm: read %s: %w", what, err)
 	}
-	if se == nil {
-		return nil, fmt.Errorf("fsm: event %s: %w", id, ErrNotFound)
+	if v == nil {
+		return nil, fmt.Errorf("fsm: %s: %w", what, ErrNotFound)
 	}
-	return se, nil
+	return v, nil
 }
