@@ -49,7 +49,7 @@ func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	level, err := n.writeLevelFor(r)
+	level, err := parseWriteLevel(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -111,9 +111,9 @@ func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// writeLevelFor parses durability= without checking it against this node's
-// tier: the batch may be forwarded to the other role.
-func (n *Node) writeLevelFor(r *http.Request) (Durability, error) {
+// parseWriteLevel parses durability= (0 when absent) without checking it
+// against a tier: a batch may be forwarded to the other role.
+func parseWriteLevel(r *http.Request) (Durability, error) {
 	s := r.URL.Query().Get(api.ParamDurability)
 	if s == "" {
 		return 0, nil

@@ -49,20 +49,17 @@ func (n *Node) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// writeLevel parses durability= (empty: the tier).
+// writeLevel parses durability= for a write of this node's tier (empty:
+// the tier).
 func (n *Node) writeLevel(r *http.Request) (Durability, error) {
-	s := r.URL.Query().Get(api.ParamDurability)
-	if s == "" {
-		return n.tier, nil
+	d, err := parseWriteLevel(r)
+	if err == nil {
+		err = checkLevel(d, n.tier)
 	}
-	d, err := ParseDurability(s)
-	if err != nil {
-		return 0, badRequest("durability %q must be none, local, regional or global", s)
+	if d == 0 {
+		d = n.tier
 	}
-	if _, err := ackLevel(d, n.tier); err != nil {
-		return 0, badRequest("%v", err)
-	}
-	return d, nil
+	return d, err
 }
 
 func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
@@ -91,10 +88,7 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 	var eventID fsm.EventID
 	if spec.IdempotencyKey != "" {
 		eventID = idempotentEventID(spec.Tenant, spec.IdempotencyKey)
-		if done, err := n.replayIdempotent(w, eventID, &spec); done || err != nil {
-			if err != nil {
-				writeError(w, err)
-			}
+		if n.replayFromLedger(w, eventID, &spec) {
 			return
 		}
 	} else {
@@ -118,6 +112,9 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	if spec.IdempotencyKey != "" {
+		n.idem.settle(eventID, res.Level)
+	}
 	if err != nil {
 		writeError(w, submitError(err, res))
 		return
@@ -130,10 +127,7 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 			writeError(w, submitError(err, res))
 			return
 		}
-		if done, err := n.replayIdempotent(w, eventID, &spec); done || err != nil {
-			if err != nil {
-				writeError(w, err)
-			}
+		if n.replayFromLedger(w, eventID, &spec) {
 			return
 		}
 	}

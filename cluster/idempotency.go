@@ -38,6 +38,8 @@ type idemEntry struct {
 	jobID string
 	spec  *fsm.JobSpec
 	hlc   hlc.Timestamp
+	// level is what the first submit reached: 0 while it is in flight.
+	level Durability
 }
 
 // idempotencyCache maps event ids to the job they created, FIFO-bounded.
@@ -52,54 +54,80 @@ func newIdempotencyCache(max int) *idempotencyCache {
 	return &idempotencyCache{max: max, byID: map[fsm.EventID]idemEntry{}}
 }
 
-// claim records id → e unless id is known; it returns the known entry
-// and false then.
+// claim records id → e (in flight) unless id is known; it returns the
+// known entry and false then.
 func (c *idempotencyCache) claim(id fsm.EventID, e idemEntry) (idemEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byID[id]; ok {
-		return e, false
+	if known, ok := c.byID[id]; ok {
+		return known, false
 	}
 	if len(c.order) >= c.max {
 		delete(c.byID, c.order[0])
 		c.order = c.order[1:]
 	}
+	e.level = 0
 	c.byID[id] = e
 	c.order = append(c.order, id)
 	return idemEntry{}, true
 }
 
-// replayIdempotent answers a submit whose key already created a job in
-// the ledger; done is false when the ledger does not have it yet.
-func (n *Node) replayIdempotent(w http.ResponseWriter, id fsm.EventID, spec *fsm.JobSpec) (done bool, err error) {
-	se, err := n.ledger.Event(id)
-	if errors.Is(err, fsm.ErrNotFound) {
-		return false, nil
+// settle records what the claimed submit reached; below LOCAL nothing was
+// written, so the key is forgotten and a retry submits afresh.
+func (c *idempotencyCache) settle(id fsm.EventID, level Durability) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byID[id]
+	if !ok {
+		return
 	}
-	if err != nil {
-		return false, err
+	if level < DurabilityLocal {
+		delete(c.byID, id)
+		return
+	}
+	e.level = level
+	c.byID[id] = e
+}
+
+// replayFromLedger answers a submit whose key already created a job in
+// the ledger; false (nothing written) when the ledger does not have it.
+func (n *Node) replayFromLedger(w http.ResponseWriter, id fsm.EventID, spec *fsm.JobSpec) bool {
+	se, err := n.ledger.Event(id)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return false
+	case err != nil:
+		writeError(w, err)
+		return true
 	}
 	created, ok := se.Body.(*fsm.JobCreated)
 	if !ok {
-		return false, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "idempotency key collides with another event"}
+		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "idempotency key collides with another event"})
+		return true
 	}
-	n.answerReplay(w, idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC}, spec)
-	return true, nil
+	n.answerReplay(w, idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: n.tier}, spec)
+	return true
 }
 
-// answerReplay writes 200 with the job of a repeated key, or 409 when the
-// repeat's body differs.
+// answerReplay writes 200 with the job of a repeated key and the level its
+// first submit reached; 409 when the repeat's body differs, or while the
+// first submit is still in flight (it may yet fail before the NodeWAL).
 func (n *Node) answerReplay(w http.ResponseWriter, prev idemEntry, got *fsm.JobSpec) {
 	jobID := prev.jobID
-	if !reflect.DeepEqual(normalSpec(prev.spec), normalSpec(got)) {
+	switch {
+	case !reflect.DeepEqual(normalSpec(prev.spec), normalSpec(got)):
 		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
 			Message: fmt.Sprintf("idempotency key %q was used for job %s with a different body", got.IdempotencyKey, jobID),
 			Details: map[string]any{"job_id": jobID}})
-		return
+	case prev.level == 0:
+		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("a submit with idempotency key %q is in flight; retry", got.IdempotencyKey),
+			Details: map[string]any{"job_id": jobID}})
+	default:
+		w.Header().Set("Location", "/v1/jobs/"+jobID)
+		writeJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: jobID, Existing: true,
+			WriteResponse: api.WriteResponse{Durability: prev.level.String(), HLC: prev.hlc}})
 	}
-	w.Header().Set("Location", "/v1/jobs/"+jobID)
-	writeJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: jobID, Existing: true,
-		WriteResponse: api.WriteResponse{Durability: n.tier.String(), HLC: prev.hlc}})
 }
 
 // normalSpec makes nil and empty slices compare equal.

@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+func TestIdempotencyCache_ClaimSettleForget(t *testing.T) {
+	c := newIdempotencyCache(2)
+	spec := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k"}
+	a, b, d := idempotentEventID("acme", "a"), idempotentEventID("acme", "b"), idempotentEventID("acme", "d")
+	if _, fresh := c.claim(a, idemEntry{jobID: "j1", spec: spec, level: DurabilityGlobal}); !fresh {
+		t.Fatal("first claim not fresh")
+	}
+	prev, fresh := c.claim(a, idemEntry{jobID: "j2"})
+	if fresh || prev.jobID != "j1" || prev.level != 0 {
+		t.Fatalf("second claim: fresh %v, %+v (want j1, in flight)", fresh, prev)
+	}
+	c.settle(a, DurabilityLocal)
+	if prev, _ := c.claim(a, idemEntry{}); prev.level != DurabilityLocal {
+		t.Fatalf("settled level %s, want LOCAL", prev.level)
+	}
+	// A submit that failed before the NodeWAL leaves no trace.
+	c.claim(b, idemEntry{jobID: "j3"})
+	c.settle(b, DurabilityNone)
+	if _, fresh := c.claim(b, idemEntry{jobID: "j4"}); !fresh {
+		t.Fatal("a key whose submit failed before LOCAL is still claimed")
+	}
+	// FIFO bound: a third key evicts the oldest.
+	c.claim(d, idemEntry{jobID: "j5"})
+	if _, fresh := c.claim(a, idemEntry{}); !fresh {
+		t.Fatal("the oldest key was not evicted")
+	}
+}
+
+func TestAnswerReplay(t *testing.T) {
+	n := &Node{tier: DurabilityGlobal}
+	spec := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"use1"}}
+	other := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"euw1"}}
+	tests := []struct {
+		name   string
+		prev   idemEntry
+		got    *fsm.JobSpec
+		status int
+	}{
+		{"same body, settled", idemEntry{jobID: "j", spec: spec, level: DurabilityLocal}, spec, http.StatusOK},
+		{"same body, in flight", idemEntry{jobID: "j", spec: spec}, spec, http.StatusConflict},
+		{"other body", idemEntry{jobID: "j", spec: spec, level: DurabilityGlobal}, other, http.StatusConflict},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		n.answerReplay(w, tt.prev, tt.got)
+		if w.Code != tt.status {
+			t.Errorf("%s: %d, want %d: %s", tt.name, w.Code, tt.status, w.Body)
+		}
+	}
+}
