@@ -116,113 +116,108 @@ func (n *Node) leaderOnly(w http.ResponseWriter, r *http.Request, body []byte) b
 	return true
 }
 
+// handleJoin, handleRemovePeer and handleTransfer are operator-only (routes).
 func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
-	n.operator(func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(r)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		var req api.JoinRequest
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.JoinRequest
+	if err := decodeStrictBytes(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !nodeIDPattern.MatchString(req.NodeID) {
+		writeError(w, badRequest("node_id %q must be 1-63 of [a-z0-9_-]", req.NodeID))
+		return
+	}
+	if _, _, err := net.SplitHostPort(req.RaftAddr); err != nil {
+		writeError(w, badRequest("raft_addr %q is not host:port", req.RaftAddr))
+		return
+	}
+	if n.leaderOnly(w, r, body) {
+		return
+	}
+	var f raft.IndexFuture
+	if req.NonVoter {
+		f = n.raft.Raft.AddNonvoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
+	} else {
+		f = n.raft.Raft.AddVoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
+	}
+	n.answerChange(w, f)
+}
+
+func (n *Node) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	cfg := n.raft.Raft.GetConfiguration()
+	if err := cfg.Error(); err != nil {
+		writeError(w, err)
+		return
+	}
+	found := false
+	for _, s := range cfg.Configuration().Servers {
+		found = found || string(s.ID) == id
+	}
+	if !found {
+		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: fmt.Sprintf("%s is not a server of raft group %s", id, n.group)})
+		return
+	}
+	if n.leaderOnly(w, r, nil) {
+		return
+	}
+	n.answerChange(w, n.raft.Raft.RemoveServer(raft.ServerID(id), 0, membershipChangeTimeout))
+}
+
+func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.TransferRequest
+	if len(body) > 0 {
 		if err := decodeStrictBytes(body, &req); err != nil {
 			writeError(w, err)
 			return
 		}
-		if !nodeIDPattern.MatchString(req.NodeID) {
-			writeError(w, badRequest("node_id %q must be 1-63 of [a-z0-9_-]", req.NodeID))
-			return
-		}
-		if _, _, err := net.SplitHostPort(req.RaftAddr); err != nil {
-			writeError(w, badRequest("raft_addr %q is not host:port", req.RaftAddr))
-			return
-		}
-		if n.leaderOnly(w, r, body) {
-			return
-		}
-		var f raft.IndexFuture
-		if req.NonVoter {
-			f = n.raft.Raft.AddNonvoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
-		} else {
-			f = n.raft.Raft.AddVoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
-		}
-		n.answerChange(w, f)
-	})(w, r)
-}
-
-func (n *Node) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
-	n.operator(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
+	}
+	if n.leaderOnly(w, r, body) {
+		return
+	}
+	var f raft.Future
+	if req.To == "" {
+		f = n.raft.Raft.LeadershipTransfer()
+	} else {
+		addr := ""
 		cfg := n.raft.Raft.GetConfiguration()
-		if err := cfg.Error(); err != nil {
-			writeError(w, err)
-			return
-		}
-		found := false
-		for _, s := range cfg.Configuration().Servers {
-			found = found || string(s.ID) == id
-		}
-		if !found {
-			writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-				Message: fmt.Sprintf("%s is not a server of raft group %s", id, n.group)})
-			return
-		}
-		if n.leaderOnly(w, r, nil) {
-			return
-		}
-		n.answerChange(w, n.raft.Raft.RemoveServer(raft.ServerID(id), 0, membershipChangeTimeout))
-	})(w, r)
-}
-
-func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
-	n.operator(func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(r)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		var req api.TransferRequest
-		if len(body) > 0 {
-			if err := decodeStrictBytes(body, &req); err != nil {
-				writeError(w, err)
-				return
-			}
-		}
-		if n.leaderOnly(w, r, body) {
-			return
-		}
-		var f raft.Future
-		if req.To == "" {
-			f = n.raft.Raft.LeadershipTransfer()
-		} else {
-			addr := ""
-			cfg := n.raft.Raft.GetConfiguration()
-			if err := cfg.Error(); err == nil {
-				for _, s := range cfg.Configuration().Servers {
-					if string(s.ID) == req.To {
-						addr = string(s.Address)
-					}
+		if err := cfg.Error(); err == nil {
+			for _, s := range cfg.Configuration().Servers {
+				if string(s.ID) == req.To {
+					addr = string(s.Address)
 				}
 			}
-			if addr == "" {
-				writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-					Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, n.group)})
-				return
-			}
-			f = n.raft.Raft.LeadershipTransferToServer(raft.ServerID(req.To), raft.ServerAddress(addr))
 		}
-		if err := f.Error(); err != nil {
-			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "leadership transfer: " + err.Error()})
+		if addr == "" {
+			writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+				Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, n.group)})
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), membershipChangeTimeout)
-		defer cancel()
-		_, leader := n.raft.Raft.LeaderWithID()
-		for (leader == "" || string(leader) == n.cfg.NodeID) && ctx.Err() == nil {
-			sleepCtx(ctx, 10*time.Millisecond)
-			_, leader = n.raft.Raft.LeaderWithID()
-		}
-		writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: string(leader)})
-	})(w, r)
+		f = n.raft.Raft.LeadershipTransferToServer(raft.ServerID(req.To), raft.ServerAddress(addr))
+	}
+	if err := f.Error(); err != nil {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "leadership transfer: " + err.Error()})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), membershipChangeTimeout)
+	defer cancel()
+	_, leader := n.raft.Raft.LeaderWithID()
+	for (leader == "" || string(leader) == n.cfg.NodeID) && ctx.Err() == nil {
+		sleepCtx(ctx, 10*time.Millisecond)
+		_, leader = n.raft.Raft.LeaderWithID()
+	}
+	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: string(leader)})
 }
 
 func (n *Node) answerChange(w http.ResponseWriter, f raft.IndexFuture) {

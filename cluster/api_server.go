@@ -57,9 +57,9 @@ func (n *Node) routes() http.Handler {
 
 	handle("/v1/cluster/members", route{"GET": n.handleMembers})
 	handle("/v1/cluster/raft", route{"GET": n.handleRaft})
-	handle("/v1/cluster/raft/join", route{"POST": n.handleJoin})
-	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": n.handleRemovePeer})
-	handle("/v1/cluster/raft/transfer-leadership", route{"POST": n.handleTransfer})
+	handle("/v1/cluster/raft/join", route{"POST": n.operator(n.handleJoin)})
+	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": n.operator(n.handleRemovePeer)})
+	handle("/v1/cluster/raft/transfer-leadership", route{"POST": n.operator(n.handleTransfer)})
 	if n.cfg.EnableFaultInjection {
 		faults := faultnet.Handler(n.faults)
 		handle("/v1/debug/faults", route{

@@ -209,14 +209,13 @@ func TestNode_DurabilityLevelsAndEventBatches(t *testing.T) {
 			}
 		}
 	}
-	workers, err := c.node("m3").ledger.Workers()
-	if err != nil || len(workers) != 2 {
-		// m3 may trail; a strong read on the leader is exact.
-		lead := c.node(c.leader(RoleManager))
-		workers, err = lead.ledger.Workers()
-		if err != nil || len(workers) != 2 {
-			t.Fatalf("workers: %d, %v", len(workers), err)
-		}
+	// Every manager ends up with both workers.
+	for _, id := range []string{"m1", "m2", "m3"} {
+		led := c.node(id).ledger
+		c.waitFor(id+" has both workers", func() bool {
+			workers, err := led.Workers()
+			return err == nil && len(workers) == 2
+		})
 	}
 }
 
