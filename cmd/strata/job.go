@@ -140,30 +140,17 @@ func newJobListCmd(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var jobs []*fsm.JobState
-			var raw []json.RawMessage
-			var next string
-			err = eachPage(q.Cursor, all, func(cursor string) (string, error) {
-				q.Cursor = cursor
-				page, meta, err := c.ListJobs(cmd.Context(), q, f.readOptions())
-				if err != nil {
-					return "", err
-				}
-				if f.json() && !all {
-					return "", printJSON(cmd.OutOrStdout(), meta.Body)
-				}
-				jobs = append(jobs, page.Jobs...)
-				if raw, err = appendRawItems(raw, meta.Body, "jobs"); err != nil {
-					return "", err
-				}
-				next = page.NextCursor
-				return page.NextCursor, nil
-			})
-			if err != nil || (f.json() && !all) {
+			jobs, next, printed, err := collectPages(cmd.OutOrStdout(), f.json(), "jobs", q.Cursor, all,
+				func(cursor string) ([]*fsm.JobState, string, api.ResponseMeta, error) {
+					q.Cursor = cursor
+					page, meta, err := c.ListJobs(cmd.Context(), q, f.readOptions())
+					if err != nil {
+						return nil, "", meta, err
+					}
+					return page.Jobs, page.NextCursor, meta, nil
+				})
+			if err != nil || printed {
 				return err
-			}
-			if f.json() {
-				return printRawList(cmd.OutOrStdout(), "jobs", raw)
 			}
 			t := newTable(cmd.OutOrStdout(), "JOB_ID", "TENANT", "STATUS", "REGIONS", "COMPLETED", "FAILED", "HLC")
 			for _, j := range jobs {
@@ -243,30 +230,17 @@ func newJobEventsCmd(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var events []fsm.StoredEvent
-			var raw []json.RawMessage
-			var next string
-			err = eachPage(p.Cursor, all, func(cursor string) (string, error) {
-				p.Cursor = cursor
-				page, meta, err := c.JobEvents(cmd.Context(), args[0], p, f.readOptions())
-				if err != nil {
-					return "", err
-				}
-				if f.json() && !all {
-					return "", printJSON(cmd.OutOrStdout(), meta.Body)
-				}
-				events = append(events, page.Events...)
-				if raw, err = appendRawItems(raw, meta.Body, "events"); err != nil {
-					return "", err
-				}
-				next = page.NextCursor
-				return page.NextCursor, nil
-			})
-			if err != nil || (f.json() && !all) {
+			events, next, printed, err := collectPages(cmd.OutOrStdout(), f.json(), "events", p.Cursor, all,
+				func(cursor string) ([]fsm.StoredEvent, string, api.ResponseMeta, error) {
+					p.Cursor = cursor
+					page, meta, err := c.JobEvents(cmd.Context(), args[0], p, f.readOptions())
+					if err != nil {
+						return nil, "", meta, err
+					}
+					return page.Events, page.NextCursor, meta, nil
+				})
+			if err != nil || printed {
 				return err
-			}
-			if f.json() {
-				return printRawList(cmd.OutOrStdout(), "events", raw)
 			}
 			t := newTable(cmd.OutOrStdout(), "SEQ", "HLC", "TYPE", "REGION", "NODE", "FENCE", "ID", "LINK")
 			for i := range events {
@@ -285,6 +259,39 @@ func newJobEventsCmd(f *clientFlags) *cobra.Command {
 	cmd.Flags().StringVar(&p.Cursor, "cursor", "", "continue after this cursor (printed by the previous page)")
 	cmd.Flags().BoolVar(&all, "all", false, "follow every page")
 	return cmd
+}
+
+// collectPages fetches a list's page at cursor, or with all every page
+// after it, and returns the items and the last next cursor. With -o json
+// it prints instead (the page as the server sent it, or with all one
+// {field: [...]} of every page's items) and returns printed.
+func collectPages[T any](w io.Writer, asJSON bool, field, cursor string, all bool,
+	fetch func(cursor string) ([]T, string, api.ResponseMeta, error)) (items []T, next string, printed bool, err error) {
+	var raw []json.RawMessage
+	err = eachPage(cursor, all, func(cursor string) (string, error) {
+		page, nextCursor, meta, err := fetch(cursor)
+		if err != nil {
+			return "", err
+		}
+		if asJSON && !all {
+			return "", printJSON(w, meta.Body)
+		}
+		items = append(items, page...)
+		if raw, err = appendRawItems(raw, meta.Body, field); err != nil {
+			return "", err
+		}
+		next = nextCursor
+		return nextCursor, nil
+	})
+	switch {
+	case err != nil:
+		return nil, "", false, err
+	case asJSON && !all:
+		return nil, "", true, nil
+	case asJSON:
+		return nil, "", true, printRawList(w, field, raw)
+	}
+	return items, next, false, nil
 }
 
 // eachPage calls fetch with cursor, then, when all is set, with each next
