@@ -145,6 +145,8 @@ func (n *Node) confirmLeadership(ctx context.Context) error {
 		}
 		n.barrierMu.Unlock()
 	}
+	ctx, cancel := context.WithTimeout(ctx, verifyLeaderTimeout)
+	defer cancel()
 	f := n.raft.Raft.VerifyLeader()
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
@@ -152,9 +154,7 @@ func (n *Node) confirmLeadership(ctx context.Context) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(verifyLeaderTimeout):
-		return fmt.Errorf("no quorum answered within %s", verifyLeaderTimeout)
+		return fmt.Errorf("no quorum confirmed leadership: %w", ctx.Err())
 	}
 }
 
