@@ -25,6 +25,15 @@ const (
 	DefaultHLCMaxOffset     = 500 * time.Millisecond
 	DefaultBootstrapExpect  = 3
 	DefaultRaftSnapshotLogs = 8192
+	// DefaultWorkerAckWindow is how long a worker may stay silent before
+	// it loses its leases (DESIGN §10).
+	DefaultWorkerAckWindow = 5 * time.Second
+	// DefaultReconcileInterval is how often a leader's reconcilers look
+	// at the ledger when nothing wakes them sooner.
+	DefaultReconcileInterval = 250 * time.Millisecond
+	// DefaultBreakerCooldown is how long the forwarder's breaker stays
+	// open before one probe (DESIGN §4).
+	DefaultBreakerCooldown = 30 * time.Second
 )
 
 var (
@@ -67,6 +76,11 @@ type NodeConfig struct {
 	WANLatency           time.Duration `koanf:"wan_latency"`
 	EnableFaultInjection bool          `koanf:"enable_fault_injection"`
 	LogLevel             string        `koanf:"log_level"`
+
+	// Job lifecycle (reconcilers, workers, forwarder).
+	WorkerAckWindow   time.Duration `koanf:"worker_ack_window"`
+	ReconcileInterval time.Duration `koanf:"reconcile_interval"`
+	BreakerCooldown   time.Duration `koanf:"breaker_cooldown"`
 }
 
 // DefaultNodeConfig returns the defaults every loaded config starts from.
@@ -77,6 +91,10 @@ func DefaultNodeConfig() NodeConfig {
 		SessionWait:     DefaultSessionWait,
 		HLCMaxOffset:    DefaultHLCMaxOffset,
 		LogLevel:        "info",
+
+		WorkerAckWindow:   DefaultWorkerAckWindow,
+		ReconcileInterval: DefaultReconcileInterval,
+		BreakerCooldown:   DefaultBreakerCooldown,
 	}
 }
 
@@ -115,6 +133,9 @@ func (c *NodeConfig) Validate() error {
 	}
 	if c.MaxStaleness <= 0 || c.SessionWait <= 0 || c.HLCMaxOffset <= 0 || c.WANLatency < 0 {
 		bad("max_staleness, session_wait, hlc_max_offset, wan_latency", "durations must be positive")
+	}
+	if c.WorkerAckWindow <= 0 || c.ReconcileInterval <= 0 || c.BreakerCooldown <= 0 {
+		bad("worker_ack_window, reconcile_interval, breaker_cooldown", "durations must be positive")
 	}
 	if _, err := NewAuthenticator(c.Tokens); err != nil {
 		bad("tokens", "%v", err)

@@ -73,6 +73,8 @@ type Node struct {
 	members *Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
 	idem    *idempotencyCache
+	live    *liveness  // managers: workers heard from (leader's view)
+	views   *viewBoard // managers: the regional reconciler's last pass
 	httpc   *http.Client // node-to-node calls
 	srv     *http.Server
 	ln      net.Listener
@@ -109,7 +111,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
-		idem: newIdempotencyCache(idempotencyCacheEntries)}
+		idem: newIdempotencyCache(idempotencyCacheEntries), live: newLiveness(time.Now), views: newViewBoard()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.tier, n.group = DurabilityRegional, cfg.Region
 	if cfg.Role == RoleGate {

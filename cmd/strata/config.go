@@ -43,6 +43,9 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.Bool("enable_fault_injection", false, "serve the fault-injection endpoint")
 	fs.String("log_level", d.LogLevel, "debug, info, warn or error")
 	fs.String("cluster_token", "", "secret shared by the cluster's nodes for internal calls")
+	fs.Duration("worker_ack_window", d.WorkerAckWindow, "how long a worker may stay silent before it loses its leases")
+	fs.Duration("reconcile_interval", d.ReconcileInterval, "how often a leader's reconcilers look at the ledger")
+	fs.Duration("breaker_cooldown", d.BreakerCooldown, "how long the forwarder's open breaker waits before a probe")
 	// --enable-fault-injection and --enable_fault_injection are one flag.
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "-", "_"))

@@ -157,6 +157,9 @@ type request struct {
 	// pinned: the call is about the node itself (health, fault rules),
 	// so it goes to the first address only and never fails over.
 	pinned bool
+	// timeout, when set, replaces the client's per-attempt timeout
+	// (long polls).
+	timeout time.Duration
 }
 
 // connError is a failure below HTTP: no status was received.
@@ -208,7 +211,11 @@ func (c *Client) do(ctx context.Context, r request, out any) (ResponseMeta, erro
 // attempt runs r once against base. Failures below HTTP come back as
 // *connError; a non-2xx status as *Error.
 func (c *Client) attempt(ctx context.Context, base string, r *request, body []byte, out any) (ResponseMeta, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	timeout := c.timeout
+	if r.timeout > 0 {
+		timeout = r.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var sent atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
