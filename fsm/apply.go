@@ -99,6 +99,8 @@ func (a *applier) apply(e *Event, raw []byte) (Result, error) {
 		r, err = a.applyJob(e)
 	case e.Type.IsWorkflow():
 		r, err = a.applyWorkflow(e)
+	case e.Type == TypeForwardMark:
+		r, err = a.applyForwardMark(e.Body.(*ForwardMark))
 	default:
 		r, err = a.applyWorker(e)
 	}
@@ -338,4 +340,23 @@ func (a *applier) applyWorker(e *Event) (Result, error) {
 		return rejected(rerr), nil
 	}
 	return Result{Outcome: OutcomeApplied}, a.tx.PutWorker(n)
+}
+
+// applyForwardMark raises each tenant's stored forward mark to the
+// event's seq; a lower seq changes nothing. A valid mark is always
+// applied (and stored in the chain of the empty tenant), so whether it is
+// stored never depends on the marks before it.
+func (a *applier) applyForwardMark(b *ForwardMark) (Result, error) {
+	for _, m := range b.Marks {
+		cur, err := a.tx.ForwardMark(m.Tenant)
+		if err != nil {
+			return Result{}, err
+		}
+		if m.Seq > cur {
+			if err := a.tx.PutForwardMark(m.Tenant, m.Seq); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	return Result{Outcome: OutcomeApplied}, nil
 }

@@ -16,7 +16,8 @@
 //     job from its history. Conflicting decisive events resolve as
 //     DESIGN §3 says: cancellation wins, then the higher fence, then the
 //     lower HLC, then the lower node.
-//   - Workflows and workers, in arrival (Raft) order.
+//   - Workflows and workers, in arrival (Raft) order; the regional
+//     forwarder's position per tenant (ForwardMark), which only rises.
 //   - Each tenant's audit chain: every stored event is linked to the one
 //     stored before it in the same tenant.
 //

@@ -112,11 +112,15 @@ func (f *jobFold) progress(b *JobProgressReported) error {
 	return nil
 }
 
-// ack records a region's cancellation ack; acks count only while a
-// cancellation is the decision in force.
+// ack records a region's ack that it stopped its workflows. It counts
+// while the decision in force asks every region to stop (stopsRegions):
+// under a cancellation the acks finish it (CANCELLED once every region
+// acked); under a failure or a time-out they only tell the reconciler
+// which regions are done stopping, and the status stays. A counted ack
+// stays counted if a later decision replaces that one.
 func (f *jobFold) ack(e *Event, b *JobCancellationAcked) error {
 	s := f.s
-	if s.Decision.Type != TypeJobCancellationRequested {
+	if !stopsRegions(s.Decision.Type) {
 		if s.Status.Terminal() {
 			return ErrTerminal
 		}
@@ -130,6 +134,17 @@ func (f *jobFold) ack(e *Event, b *JobCancellationAcked) error {
 	r.CancelAcked = true
 	r.WorkflowsCancelled = max(r.WorkflowsCancelled, b.WorkflowsCancelled)
 	return nil
+}
+
+// stopsRegions reports whether a decision of type t asks every assigned
+// region to stop its workflows: a cancellation, a failure, a time-out
+// (not a completion, and not the absence of a decision).
+func stopsRegions(t EventType) bool {
+	switch t {
+	case TypeJobCancellationRequested, TypeJobFailed, TypeJobTimedOut:
+		return true
+	}
+	return false
 }
 
 // decide folds a decisive event: stale fences are absorbed; COMPLETED

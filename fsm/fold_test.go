@@ -119,6 +119,19 @@ func TestJobTransitions(t *testing.T) {
 		{"second cancellation at the same fence", []step{ok1(cancel(), cancelling),
 			{cancel(), 1, absorbed, tr(cancelling, cancelling, fsm.TypeJobCancellationRequested), cancelling}}},
 
+		// Acks count under every decision that stops the regions.
+		{"failed job counts acks and stays failed", []step{ok1(accept("use1"), running), ok1(failIn("use1"), failed),
+			ok1(ack("use1"), failed), ok1(ack("euw1"), failed), {progress("use1", 9, true), 1, absorbed, terminal, failed}}},
+		{"timed out job counts acks and stays timed out", []step{ok1(timeout(), timedOut), ok1(ack("euw1"), timedOut),
+			ok1(ack("euw1"), timedOut), ok1(ack("use1"), timedOut)}},
+		{"acks under a failure count toward a cancellation that replaces it", []step{ok1(fail(), failed),
+			ok1(ack("use1"), failed), ok1(cancel(), cancelling), ok1(ack("euw1"), cancelled)}},
+		{"a cancellation after every region acked a failure is cancelled at once", []step{ok1(timeout(), timedOut),
+			ok1(ack("use1"), timedOut), ok1(ack("euw1"), timedOut), ok1(cancel(), cancelled)}},
+		{"a completion replacing a failure keeps its acks and absorbs new ones", []step{ok1(accept("use1"), running),
+			{fail(), 2, applied, ok, failed}, ok1(ack("use1"), failed), {complete(), 3, applied, ok, completed},
+			{ack("euw1"), 1, absorbed, terminal, completed}}},
+
 		// Terminal states absorb.
 		{"completed absorbs acceptance, progress and acks", []step{ok1(accept("use1"), running), ok1(complete(), completed),
 			{accept("euw1"), 1, absorbed, terminal, completed}, {progress("use1", 9, true), 1, absorbed, terminal, completed},
@@ -195,5 +208,28 @@ func TestJobProgress_TakesTheMaximumPerRegion(t *testing.T) {
 	}
 	if js.Events != 5 {
 		t.Fatalf("events %d, want 5", js.Events)
+	}
+}
+
+// A region that acked a failure reads CANCELLED (its workflows were
+// cancelled) in a FAILED job, with its count of cancelled workflows; the
+// other region keeps its phase.
+func TestJobAck_UnderAFailureMarksTheRegion(t *testing.T) {
+	led := runSteps(t, []step{ok1(accept("use1"), running), ok1(accept("euw1"), running), ok1(fail(), failed),
+		ok1(&fsm.JobCancellationAcked{Region: "use1", WorkflowsCancelled: 4}, failed),
+		ok1(&fsm.JobCancellationAcked{Region: "use1", WorkflowsCancelled: 2}, failed)})
+	js, err := led.Job("acme", tableJobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use1, euw1 := js.Region("use1"), js.Region("euw1")
+	if !use1.CancelAcked || use1.WorkflowsCancelled != 4 || use1.Status() != "CANCELLED" {
+		t.Fatalf("use1 %+v (%s), want acked with 4 workflows cancelled", *use1, use1.Status())
+	}
+	if euw1.CancelAcked || euw1.Status() != "RUNNING" {
+		t.Fatalf("euw1 %+v (%s), want running and not acked", *euw1, euw1.Status())
+	}
+	if js.Status != failed || js.Decision.Type != fsm.TypeJobFailed {
+		t.Fatalf("job %s decided by %s, want FAILED", js.Status, js.Decision.Type)
 	}
 }

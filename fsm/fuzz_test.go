@@ -108,13 +108,23 @@ func FuzzParseJobID(f *testing.F) {
 
 // fuzzRecords builds a ledger with every kind of record and returns their
 // encodings, for the record fuzzers' corpora.
-func fuzzRecords(f *testing.F) (events, jobs, workflows, workers [][]byte) {
+func fuzzRecords(f *testing.F) (events, jobs, workflows, workers, marks [][]byte) {
 	led, st := fsmtest.NewLedger(f, newStore)
 	fsmtest.Drive(f, 3, led, fsmtest.NewModel(), 400, 0)
 	err := st.View(func(tx fsm.ReadTx) error {
 		_ = tx.ChainEvents("acme", 0, func(se *fsm.StoredEvent) error {
 			b, err := fsm.AppendStoredEvent(nil, se)
 			events = append(events, b)
+			return err
+		})
+		_ = tx.ChainEvents("", 0, func(se *fsm.StoredEvent) error { // worker events and forward marks
+			b, err := fsm.AppendStoredEvent(nil, se)
+			events = append(events, b)
+			return err
+		})
+		_ = tx.ForwardMarks(func(_ string, seq uint64) error {
+			b, err := fsm.AppendForwardMark(nil, seq)
+			marks = append(marks, b)
 			return err
 		})
 		_ = tx.Jobs("", "", func(s *fsm.JobState) error {
@@ -136,14 +146,17 @@ func fuzzRecords(f *testing.F) (events, jobs, workflows, workers [][]byte) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return events, jobs, workflows, workers
+	if len(marks) == 0 {
+		f.Fatal("the fixture holds no forward mark")
+	}
+	return events, jobs, workflows, workers, marks
 }
 
 func FuzzDecodeRecords(f *testing.F) {
-	events, jobs, workflows, workers := fuzzRecords(f)
-	for kind, set := range [][][]byte{events, jobs, workflows, workers} {
+	events, jobs, workflows, workers, marks := fuzzRecords(f)
+	for kind, set := range [][][]byte{events, jobs, workflows, workers, marks} {
 		for i, b := range set {
-			if i < 20 {
+			if i < 20 || kind == 0 && len(set)-i <= 20 { // the empty tenant's events come last
 				f.Add(uint8(kind), b)
 			}
 		}
@@ -152,7 +165,7 @@ func FuzzDecodeRecords(f *testing.F) {
 		var again []byte
 		var err error
 		checkAllocBound(t, len(data), func() {
-			switch kind % 4 {
+			switch kind % 5 {
 			case 0:
 				var se *fsm.StoredEvent
 				if se, err = fsm.DecodeStoredEvent(data); err == nil {
@@ -168,15 +181,20 @@ func FuzzDecodeRecords(f *testing.F) {
 				if w, err = fsm.DecodeWorkflowState(data); err == nil {
 					again, err = fsm.AppendWorkflowState(nil, w)
 				}
-			default:
+			case 3:
 				var w *fsm.WorkerState
 				if w, err = fsm.DecodeWorkerState(data); err == nil {
 					again, err = fsm.AppendWorkerState(nil, w)
 				}
+			default:
+				var seq uint64
+				if seq, err = fsm.DecodeForwardMark(data); err == nil {
+					again, err = fsm.AppendForwardMark(nil, seq)
+				}
 			}
 		})
 		if err == nil && !bytes.Equal(again, data) {
-			t.Fatalf("record kind %d: encode(decode(b)) != b\n b     %x\n again %x", kind%4, data, again)
+			t.Fatalf("record kind %d: encode(decode(b)) != b\n b     %x\n again %x", kind%5, data, again)
 		}
 	})
 }
@@ -186,6 +204,11 @@ func FuzzDecodeRecords(f *testing.F) {
 func FuzzRestore(f *testing.F) {
 	src := newLedger(f)
 	fsmtest.Drive(f, 5, src, fsmtest.NewModel(), 60, 0)
+	mark := fsmtest.NewEvent(fsmtest.ID(1<<40), "", "", "use1", "mgr1", fsmtest.TS(1_800_000_000_000, 0, 1), 0,
+		&fsm.ForwardMark{Marks: []fsm.ForwardPosition{{Tenant: "acme", Seq: 3}, {Tenant: "globex", Seq: 1}}})
+	if r, err := src.Apply(src.AppliedIndex()+1, []fsm.Event{mark}); err != nil || r[0].Outcome != fsm.OutcomeApplied {
+		f.Fatalf("forward mark: %+v %v", r, err)
+	}
 	var snap bytes.Buffer
 	if err := src.Snapshot(&snap); err != nil {
 		f.Fatal(err)
@@ -225,6 +248,8 @@ func FuzzEventJSON(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	f.Add([]byte(`{"id":"53747261746100000000000000000001","type":"ForwardMark","region":"use1","node":"m1",` +
+		`"hlc":"1:0:1","fence":0,"body":{"marks":[{"tenant":"b","seq":2},{"tenant":"a","seq":0}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var e fsm.Event
 		if err := json.Unmarshal(data, &e); err != nil || e.Validate() != nil {

@@ -85,14 +85,19 @@ type RegionState struct {
 	Failed      uint64 // cumulative: the maximum reported
 	// Stats holds, per name, the maximum reported value; at most MaxStats
 	// names (the smallest in name order) are kept.
-	Stats              Stats
-	Done               bool // some report said the region finished
-	CancelAcked        bool // the region acked while a cancellation was in force
+	Stats Stats
+	Done  bool // some report said the region finished
+	// CancelAcked: the region acked (JobCancellationAcked) that it stopped
+	// its workflows while a cancellation, failure or time-out was the
+	// decision in force; WorkflowsCancelled is the most it reported.
+	CancelAcked        bool
 	WorkflowsCancelled uint32
 }
 
 // Status names the region's phase for the API: PENDING, RUNNING, DONE or
-// CANCELLED.
+// CANCELLED. CANCELLED means the region cancelled its workflows and
+// acked it, whatever the decision that asked (a cancellation, a failure,
+// a time-out): the job's own status says which.
 func (r *RegionState) Status() string {
 	switch {
 	case r.CancelAcked:

@@ -279,6 +279,37 @@ func (l *Ledger) Workers() ([]*WorkerState, error) {
 	return ws, nil
 }
 
+// ForwardMarks returns the regional forwarder's replicated positions
+// (DESIGN §4): per tenant, the chain seq up to which it forwarded.
+func (l *Ledger) ForwardMarks() (map[string]uint64, error) {
+	marks := map[string]uint64{}
+	err := l.store.View(func(tx ReadTx) error {
+		return tx.ForwardMarks(func(tenant string, seq uint64) error {
+			marks[tenant] = seq
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: forward marks: %w", err)
+	}
+	return marks, nil
+}
+
+// ForwardMark returns the forwarder's position in a tenant's chain, 0 if
+// it has none.
+func (l *Ledger) ForwardMark(tenant string) (uint64, error) {
+	var seq uint64
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		seq, err = tx.ForwardMark(tenant)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fsm: forward mark of %q: %w", tenant, err)
+	}
+	return seq, nil
+}
+
 // ChainHead returns a tenant's audit chain head (zero if it has none).
 func (l *Ledger) ChainHead(tenant string) (ChainHead, error) {
 	var h ChainHead

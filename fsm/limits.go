@@ -22,6 +22,11 @@ const (
 	MaxWorkflowCount = 1_000
 	// MaxStats bounds the named counters of one progress report.
 	MaxStats = 32
+	// MaxForwardMarks bounds the tenant positions of one ForwardMark. The
+	// body limit holds too: 1,024 marks fit in it with tenant names of up
+	// to 52 bytes; a forwarder with more or longer names splits its marks
+	// over several events.
+	MaxForwardMarks = 1_024
 
 	// MaxJobIDBytes bounds a job id: region, 19 digits, gate, 5 digits and
 	// three separators fit with room to spare.

@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -82,26 +83,38 @@ func TestConflicts_ResolveTheSameInEveryDeliveryOrder(t *testing.T) {
 		name       string
 		events     []ev
 		wantStatus fsm.JobStatus
-		wantWinner int // index of the decisive event in force, -1 for none
+		wantWinner int      // index of the decisive event in force, -1 for none
+		wantAcked  []string // regions whose ack counted (nil: not checked)
 	}{
 		{"cancellation beats completion at equal fence", []ev{
-			{10, 0, 1, 1, accept("use1")}, {20, 0, 1, 2, complete()}, {25, 0, 2, 2, cancel()}}, cancelling, 2},
+			{10, 0, 1, 1, accept("use1")}, {20, 0, 1, 2, complete()}, {25, 0, 2, 2, cancel()}}, cancelling, 2, nil},
 		{"cancellation issued first still wins", []ev{
-			{10, 0, 1, 1, accept("use1")}, {15, 0, 2, 2, cancel()}, {20, 0, 1, 2, complete()}}, cancelling, 1},
-		{"higher fence wins among failures", []ev{{20, 0, 1, 2, fail()}, {21, 0, 2, 3, timeout()}}, timedOut, 1},
-		{"higher fence wins over a later, lower-fenced event", []ev{{20, 0, 1, 3, timeout()}, {21, 0, 2, 2, fail()}}, timedOut, 0},
-		{"equal fences: lower HLC wins", []ev{{20, 0, 2, 2, fail()}, {21, 0, 1, 2, timeout()}}, failed, 0},
-		{"equal fence and time: lower node wins", []ev{{20, 0, 2, 2, fail()}, {20, 0, 1, 2, timeout()}}, timedOut, 1},
+			{10, 0, 1, 1, accept("use1")}, {15, 0, 2, 2, cancel()}, {20, 0, 1, 2, complete()}}, cancelling, 1, nil},
+		{"higher fence wins among failures", []ev{{20, 0, 1, 2, fail()}, {21, 0, 2, 3, timeout()}}, timedOut, 1, nil},
+		{"higher fence wins over a later, lower-fenced event", []ev{{20, 0, 1, 3, timeout()}, {21, 0, 2, 2, fail()}}, timedOut, 0, nil},
+		{"equal fences: lower HLC wins", []ev{{20, 0, 2, 2, fail()}, {21, 0, 1, 2, timeout()}}, failed, 0, nil},
+		{"equal fence and time: lower node wins", []ev{{20, 0, 2, 2, fail()}, {20, 0, 1, 2, timeout()}}, timedOut, 1, nil},
 		{"stale cancellation loses to a higher-fenced completion", []ev{
-			{10, 0, 1, 1, accept("use1")}, {20, 0, 1, 3, complete()}, {25, 0, 2, 2, cancel()}}, completed, 1},
+			{10, 0, 1, 1, accept("use1")}, {20, 0, 1, 3, complete()}, {25, 0, 2, 2, cancel()}}, completed, 1, nil},
 		{"acks of every region finish a cancellation", []ev{
 			{10, 0, 1, 1, accept("use1")}, {15, 0, 2, 2, cancel()}, {20, 0, 3, 0, ack("use1")}, {22, 0, 4, 0, ack("euw1")},
-			{30, 0, 1, 2, complete()}}, cancelled, 1},
+			{30, 0, 1, 2, complete()}}, cancelled, 1, nil},
 		{"completion needs an acceptance, whenever it arrives", []ev{
-			{30, 0, 1, 1, complete()}, {10, 0, 3, 0, accept("euw1")}, {12, 0, 3, 0, progress("euw1", 5, true)}}, completed, 0},
+			{30, 0, 1, 1, complete()}, {10, 0, 3, 0, accept("euw1")}, {12, 0, 3, 0, progress("euw1", 5, true)}}, completed, 0, nil},
 		{"progress is the maximum report", []ev{
 			{10, 0, 1, 0, accept("use1")}, {11, 0, 3, 0, progress("use1", 5, false)}, {12, 0, 3, 0, progress("use1", 9, false)},
-			{13, 0, 3, 0, progress("use1", 7, true)}}, running, -1},
+			{13, 0, 3, 0, progress("use1", 7, true)}}, running, -1, nil},
+		{"acks after a failure count, acks before it do not", []ev{
+			{10, 0, 1, 1, accept("use1")}, {12, 0, 3, 0, ack("euw1")}, {20, 0, 1, 2, fail()}, {25, 0, 3, 0, ack("use1")}},
+			failed, 2, []string{"use1"}},
+		{"acks after a time-out count and it stays timed out", []ev{
+			{20, 0, 1, 2, timeout()}, {25, 0, 3, 0, ack("use1")}, {26, 0, 4, 0, ack("euw1")}}, timedOut, 0, []string{"euw1", "use1"}},
+		{"acks of a failure count toward the cancellation that beats it", []ev{
+			{10, 0, 1, 1, accept("use1")}, {20, 0, 1, 2, fail()}, {25, 0, 3, 0, ack("use1")}, {30, 0, 2, 2, cancel()},
+			{35, 0, 4, 0, ack("euw1")}}, cancelled, 3, []string{"euw1", "use1"}},
+		{"acks of a failure stay, acks of the completion that replaces it are absorbed", []ev{
+			{10, 0, 1, 1, accept("use1")}, {20, 0, 1, 2, fail()}, {25, 0, 3, 0, ack("use1")}, {30, 0, 1, 3, complete()},
+			{35, 0, 4, 0, ack("euw1")}}, completed, 3, []string{"use1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := fsmtest.NewJob(tableJobID, "acme", 100, "use1", "euw1")
@@ -134,6 +147,15 @@ func TestConflicts_ResolveTheSameInEveryDeliveryOrder(t *testing.T) {
 					}
 					if s.Decision.EventID != wantWinner {
 						t.Fatalf("decision %s (%s), want event %d", s.Decision.EventID, s.Decision.Type, tc.wantWinner)
+					}
+					var acked []string
+					for _, r := range s.Regions {
+						if r.CancelAcked {
+							acked = append(acked, r.Region)
+						}
+					}
+					if tc.wantAcked != nil && !slices.Equal(acked, tc.wantAcked) {
+						t.Fatalf("acked regions %v, want %v", acked, tc.wantAcked)
 					}
 				}
 				if d != firstDigest || !reflect.DeepEqual(s, first) {

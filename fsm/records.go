@@ -343,3 +343,17 @@ func DecodeWorkerState(b []byte) (*WorkerState, error) {
 	}
 	return w, nil
 }
+
+// AppendForwardMark appends a forward mark record: version, Seq (uvarint).
+// The tenant is the record's key (a store's key, a snapshot record's
+// prefix).
+func AppendForwardMark(b []byte, seq uint64) ([]byte, error) {
+	return encodeRecord(b, "forward mark", func(e *encoder) { e.uvarint(seq) })
+}
+
+// DecodeForwardMark decodes a forward mark record.
+func DecodeForwardMark(b []byte) (uint64, error) {
+	var seq uint64
+	err := decodeRecord("forward mark", b, func(r *reader) { seq = r.uvarint("seq") })
+	return seq, err
+}

@@ -44,6 +44,7 @@ const (
 	snapJob       = 3 // job state record
 	snapWorkflow  = 4 // workflow record
 	snapWorker    = 5 // worker record
+	snapMark      = 6 // str tenant, then a forward mark record
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -144,7 +145,8 @@ func (l *Ledger) Snapshot(w io.Writer) error {
 
 // SnapshotRecords writes the ledger's state to w as a record stream
 // (SnapshotKindRecords) from one store View, whatever the store: chain
-// heads and events per tenant, jobs, workflows, workers, then a trailer
+// heads and events per tenant, jobs, workflows, workers, forward marks,
+// then a trailer
 // with the record count, the ledger digest and a CRC-32C of the whole
 // stream. The same state always gives the same bytes.
 func (l *Ledger) SnapshotRecords(w io.Writer) error {
@@ -219,6 +221,16 @@ func (s *snapWriter) body(tx ReadTx) (Hash, error) {
 			return err
 		}
 		return s.record(snapWorker, s.buf)
+	})
+	if err != nil {
+		return Hash{}, err
+	}
+	err = tx.ForwardMarks(func(tenant string, seq uint64) error {
+		var err error
+		if s.buf, err = appendTenantMark(s.buf[:0], tenant, seq); err != nil {
+			return err
+		}
+		return s.record(snapMark, s.buf)
 	})
 	return d.sum(), err
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 )
 
-// Restore stages: records come in this order (chains first, workers last).
+// Restore stages: records come in this order (chains first, forward
+// marks last).
 const (
 	stageChains = iota
 	stageJobs
 	stageWorkflows
 	stageWorkers
+	stageMarks
 )
 
 // restorer checks and stores the records of a snapshot body. It enforces
@@ -28,7 +30,7 @@ type restorer struct {
 	want, head ChainHead // the chain head record, the head recomputed so far
 	inChain    bool
 
-	lastJob, lastWorkflow, lastWorker string
+	lastJob, lastWorkflow, lastWorker, lastMark string
 }
 
 func (r *restorer) enter(stage int) error {
@@ -56,6 +58,8 @@ func (r *restorer) record(typ byte, p []byte) error {
 		return r.workflow(p)
 	case snapWorker:
 		return r.worker(p)
+	case snapMark:
+		return r.mark(p)
 	}
 	return fmt.Errorf("unknown record type %d", typ)
 }
@@ -172,6 +176,38 @@ func (r *restorer) worker(p []byte) error {
 	}
 	r.lastWorker = w.ID
 	return r.tx.PutWorker(w)
+}
+
+// mark restores a forward mark: tenants valid names in increasing order,
+// seq at least 1 (what a ForwardMark can produce).
+func (r *restorer) mark(p []byte) error {
+	if err := r.enter(stageMarks); err != nil {
+		return err
+	}
+	rd := reader{b: p}
+	tenant := rd.str("tenant", MaxNameBytes)
+	if rd.err != nil {
+		return rd.err
+	}
+	seq, err := DecodeForwardMark(p[rd.off:])
+	if err != nil {
+		return err
+	}
+	if !isName(tenant) || tenant <= r.lastMark {
+		return fmt.Errorf("forward mark of tenant %q out of order or not a name", tenant)
+	}
+	if seq == 0 {
+		return fmt.Errorf("forward mark of tenant %q: seq 0", tenant)
+	}
+	r.lastMark = tenant
+	return r.tx.PutForwardMark(tenant, seq)
+}
+
+// appendTenantMark is the payload of a forward mark record.
+func appendTenantMark(b []byte, tenant string, seq uint64) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(len(tenant)))
+	b = append(b, tenant...)
+	return AppendForwardMark(b, seq)
 }
 
 // appendTenantHead is the payload of a chain head record.

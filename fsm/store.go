@@ -92,6 +92,13 @@ type ReadTx interface {
 	Worker(id string) (*WorkerState, error)
 	// Workers calls fn for every worker in id order.
 	Workers(fn func(*WorkerState) error) error
+
+	// ForwardMark returns the forwarder's position in the tenant's chain
+	// (DESIGN §4), 0 if it has none.
+	ForwardMark(tenant string) (uint64, error)
+	// ForwardMarks calls fn for every tenant with a forward mark, in
+	// tenant order.
+	ForwardMarks(fn func(tenant string, seq uint64) error) error
 }
 
 // Tx reads and writes one transaction.
@@ -116,6 +123,9 @@ type Tx interface {
 	PutWorkflow(w *WorkflowState) error
 	// PutWorker stores the worker under its id.
 	PutWorker(w *WorkerState) error
+	// PutForwardMark stores the tenant's forward mark (the Ledger never
+	// lowers one; the store keeps what it is given). tenant is not empty.
+	PutForwardMark(tenant string, seq uint64) error
 }
 
 // EncodedEventTx is implemented by a Tx that takes a new event together

@@ -31,6 +31,9 @@ const (
 	TypeWorkerLeft          EventType = 65
 )
 
+// The regional forwarder's replicated position (regional ledger, DESIGN §4).
+const TypeForwardMark EventType = 66
+
 var typeNames = [...]string{
 	TypeJobCreated:               "JobCreated",
 	TypeJobAccepted:              "JobAccepted",
@@ -49,6 +52,7 @@ var typeNames = [...]string{
 	TypeWorkflowCancelled:        "WorkflowCancelled",
 	TypeWorkerJoined:             "WorkerJoined",
 	TypeWorkerLeft:               "WorkerLeft",
+	TypeForwardMark:              "ForwardMark",
 }
 
 // EventTypes lists every known type in code order.
@@ -83,6 +87,11 @@ func (t EventType) IsWorkflow() bool {
 
 // IsWorker reports whether t is a worker registry event.
 func (t EventType) IsWorker() bool { return t == TypeWorkerJoined || t == TypeWorkerLeft }
+
+// IsJobless reports whether events of type t carry no job and no tenant:
+// worker events and ForwardMark. They form the audit chain of the empty
+// tenant.
+func (t EventType) IsJobless() bool { return t.IsWorker() || t == TypeForwardMark }
 
 // IsControl reports whether t is a control operation on a job: its fence
 // is checked and, when it takes effect, raises the job's fence.
@@ -164,6 +173,8 @@ func newBody(t EventType) Body {
 		return new(WorkerJoined)
 	case TypeWorkerLeft:
 		return new(WorkerLeft)
+	case TypeForwardMark:
+		return new(ForwardMark)
 	}
 	return nil
 }

@@ -55,9 +55,9 @@ func (v *validator) envelope(e *Event) {
 	}
 	v.region("region", e.Region)
 	v.name("node", e.Node)
-	if e.Type.IsWorker() {
+	if e.Type.IsJobless() {
 		if e.JobID != "" || e.Tenant != "" {
-			v.fail("job_id", "worker events carry no job and no tenant")
+			v.fail("job_id", fmt.Sprintf("%s events carry no job and no tenant", e.Type))
 		}
 		return
 	}

@@ -1,6 +1,6 @@
 // Package boltstore is the bbolt fsm.Store: the ledger's state (events,
 // job states with their full history, audit chains, workflows, workers,
-// the applied Raft index) in one bbolt file, with secondary indexes for
+// forward marks, the applied Raft index) in one bbolt file, with secondary indexes for
 // listing a tenant's jobs by status and region, and snapshots as a
 // streamed image of the file (fsm.ImageStore). FORMAT.md documents every
 // byte; the golden test keeps the two equal.

@@ -18,6 +18,17 @@ func TestFormat_Golden(t *testing.T) {
 	job := &fsm.JobState{JobID: "j1", Tenant: "acme", Status: fsm.JobStatusRunning,
 		Regions: []fsm.RegionState{{Region: "use1"}}}
 	ck := appendChainKey(nil, "acme", 258)
+	mark, err := fsm.AppendForwardMark(nil, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []byte
+	for i, b := range allBuckets {
+		if i > 0 {
+			names = append(names, '|')
+		}
+		names = append(names, b...)
+	}
 	for _, tc := range []struct {
 		name string
 		got  []byte
@@ -38,6 +49,9 @@ func TestFormat_Golden(t *testing.T) {
 		{"marker", marker{State: markerClean, TxID: 0x0102}.appendBinary(nil),
 			"5354525442 4f4c54 01 01 0000 0201000000000000 613ddcf7"},
 		{"chain block", blockBytes([][]byte{{0xaa}, {0xbb, 0xcc}}), "02 01 aa 02 bbcc"},
+		{"forward mark value", mark, "01 ac02"},
+		{"layout", []byte{layoutVersion, layoutV1}, "02 01"},
+		{"buckets", names, hex.EncodeToString([]byte("meta|chains|events|heads|jobs|history|index|workflows|workers|marks"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got, want := hex.EncodeToString(tc.got), strings.ReplaceAll(strings.ReplaceAll(tc.want, " ", ""), "|", ""); got != want {

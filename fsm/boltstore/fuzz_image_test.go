@@ -18,6 +18,11 @@ import (
 func FuzzRestoreImage(f *testing.F) {
 	src := ledgerOn(f, openStore(f, testConfig(f)))
 	fsmtest.Drive(f, 9, src, fsmtest.NewModel(), 200, 0)
+	mark := fsmtest.NewEvent(fsmtest.ID(1<<40), "", "", "use1", "mgr1", fsmtest.TS(1_800_000_000_000, 0, 1), 0,
+		&fsm.ForwardMark{Marks: []fsm.ForwardPosition{{Tenant: "acme", Seq: 1 << 20}}})
+	if _, err := src.Apply(src.AppliedIndex()+1, []fsm.Event{mark}); err != nil {
+		f.Fatal(err)
+	}
 	var image bytes.Buffer
 	if err := src.Snapshot(&image); err != nil {
 		f.Fatal(err)
@@ -44,8 +49,12 @@ func FuzzRestoreImage(f *testing.F) {
 			}
 			return
 		}
-		if d, _, _ := ledgerOn(t, st).Digest(); d != digestFrom(t, src) {
+		restored := ledgerOn(t, st)
+		if d, _, _ := restored.Digest(); d != digestFrom(t, src) {
 			t.Fatal("an accepted image holds another state")
+		}
+		if m, err := restored.ForwardMark("acme"); err != nil || m != 1<<20 {
+			t.Fatalf("an accepted image holds forward mark %d (%v)", m, err)
 		}
 	})
 }

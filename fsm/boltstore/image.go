@@ -167,7 +167,7 @@ func (s *Store) verifyImage(path string, index uint64, digest fsm.Hash) (err err
 	}
 	defer db.Close()
 	return db.View(func(btx *bolt.Tx) error {
-		if err := checkLayout(btx); err != nil {
+		if _, err := checkLayout(btx); err != nil {
 			return fmt.Errorf("%w: %w", fsm.ErrSnapshot, err)
 		}
 		t := &tx{}
@@ -221,6 +221,10 @@ func (s *Store) swap(path string) error {
 	db, err := s.openDB(s.cfg.Path)
 	if err != nil {
 		return err
+	}
+	if err := ensureLayout(db); err != nil { // a layout-1 image is upgraded
+		db.Close()
+		return fmt.Errorf("boltstore: swap %s: %w", s.cfg.Path, err)
 	}
 	s.db = db
 	return nil

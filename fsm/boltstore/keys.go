@@ -23,17 +23,22 @@ var (
 	bucketIndex     = []byte("index")     // secondary job indexes → empty
 	bucketWorkflows = []byte("workflows") // workflow id → workflow record
 	bucketWorkers   = []byte("workers")   // worker id → worker record
+	bucketMarks     = []byte("marks")     // tenant → forward mark record (layout 2)
 
 	allBuckets = [][]byte{bucketMeta, bucketChains, bucketEvents, bucketHeads, bucketJobs,
-		bucketHistory, bucketIndex, bucketWorkflows, bucketWorkers}
+		bucketHistory, bucketIndex, bucketWorkflows, bucketWorkers, bucketMarks}
 
 	metaApplied = []byte("applied") // 8 bytes, big-endian
 	metaLayout  = []byte("layout")  // 1 byte, layoutVersion
 )
 
-// layoutVersion is the version of the bucket layout of FORMAT.md. Never
-// change the meaning of a version.
-const layoutVersion = 1
+// Versions of the bucket layout of FORMAT.md. Never change the meaning
+// of a version. Layout 1 is layout 2 without the marks bucket: Open
+// upgrades it in place (upgradeLayout), RestoreImage accepts its images.
+const (
+	layoutVersion = 2
+	layoutV1      = 1
+)
 
 // Index key kinds (the first byte of an index key).
 const (

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -181,18 +182,26 @@ func lastTxID(db *bolt.DB) uint64 {
 }
 
 // ensureLayout checks the buckets and the layout version, creating them
-// in a new file; it writes nothing to a file that has them.
+// in a new file and upgrading a file of layout 1; it writes nothing to a
+// file of the current layout.
 func ensureLayout(db *bolt.DB) error {
-	fresh := false
+	fresh, version := false, byte(0)
 	err := db.View(func(btx *bolt.Tx) error {
 		if btx.Bucket(bucketMeta) == nil {
 			fresh = true
 			return nil
 		}
-		return checkLayout(btx)
-	})
-	if err != nil || !fresh {
+		var err error
+		version, err = checkLayout(btx)
 		return err
+	})
+	switch {
+	case err != nil:
+		return err
+	case version == layoutV1:
+		return db.Update(upgradeLayout)
+	case !fresh:
+		return nil
 	}
 	return db.Update(func(btx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -204,16 +213,33 @@ func ensureLayout(db *bolt.DB) error {
 	})
 }
 
-func checkLayout(btx *bolt.Tx) error {
+// checkLayout checks that btx holds a store of the current layout or of
+// layout 1 (every bucket but marks) and returns which.
+func checkLayout(btx *bolt.Tx) (byte, error) {
+	meta := btx.Bucket(bucketMeta)
+	if meta == nil {
+		return 0, fmt.Errorf("%w: no bucket %q", ErrCorrupt, bucketMeta)
+	}
+	v := meta.Get(metaLayout)
+	if len(v) != 1 || (v[0] != layoutVersion && v[0] != layoutV1) {
+		return 0, fmt.Errorf("%w: layout version %x, want %d (or %d, upgraded)", ErrCorrupt, v, layoutVersion, layoutV1)
+	}
 	for _, name := range allBuckets {
-		if btx.Bucket(name) == nil {
-			return fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
+		if btx.Bucket(name) == nil && (v[0] != layoutV1 || !bytes.Equal(name, bucketMarks)) {
+			return 0, fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
 		}
 	}
-	if v := btx.Bucket(bucketMeta).Get(metaLayout); len(v) != 1 || v[0] != layoutVersion {
-		return fmt.Errorf("%w: layout version %x, want %d", ErrCorrupt, v, layoutVersion)
+	return v[0], nil
+}
+
+// upgradeLayout turns a layout-1 file into the current layout in one
+// transaction: layout 1 is layout 2 without forward marks, so it adds the
+// empty marks bucket and the new version.
+func upgradeLayout(btx *bolt.Tx) error {
+	if _, err := btx.CreateBucketIfNotExists(bucketMarks); err != nil {
+		return fmt.Errorf("%w: create bucket %s: %v", ErrCorrupt, bucketMarks, err)
 	}
-	return nil
+	return btx.Bucket(bucketMeta).Put(metaLayout, []byte{layoutVersion})
 }
 
 // removeTemps removes what an interrupted restore left next to path.

@@ -24,7 +24,7 @@ type tx struct {
 	btx   *bolt.Tx
 	write bool
 
-	meta, chains, events, heads, jobs, history, index, workflows, workers *bolt.Bucket
+	meta, chains, events, heads, jobs, history, index, workflows, workers, marks *bolt.Bucket
 
 	evCursor *bolt.Cursor // Event's, created on first use
 
@@ -49,12 +49,14 @@ type tx struct {
 
 var errReadOnly = errors.New("boltstore: write in a read-only transaction")
 
-// bind opens the buckets of btx.
+// bind opens the buckets of btx. Every bucket must exist, but marks may
+// be missing from a read-only transaction: a layout-1 image being
+// verified (verifyImage) has none yet, and reads then find no marks.
 func (t *tx) bind(btx *bolt.Tx) error {
 	t.btx, t.evCursor = btx, nil
-	ptrs := []**bolt.Bucket{&t.meta, &t.chains, &t.events, &t.heads, &t.jobs, &t.history, &t.index, &t.workflows, &t.workers}
+	ptrs := []**bolt.Bucket{&t.meta, &t.chains, &t.events, &t.heads, &t.jobs, &t.history, &t.index, &t.workflows, &t.workers, &t.marks}
 	for i, name := range allBuckets {
-		if *ptrs[i] = btx.Bucket(name); *ptrs[i] == nil {
+		if *ptrs[i] = btx.Bucket(name); *ptrs[i] == nil && (t.write || !bytes.Equal(name, bucketMarks)) {
 			return fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
 		}
 	}

@@ -119,6 +119,27 @@ func CompareWithModel(t testing.TB, led *fsm.Ledger, m *Model) {
 	if want := m.Workers(); !reflect.DeepEqual(workers, want) && len(workers)+len(want) > 0 {
 		t.Fatalf("workers %+v, model %+v", workers, want)
 	}
+	compareMarks(t, led, m)
+}
+
+// compareMarks checks every forward mark, as a list and one by one (and
+// a tenant without one).
+func compareMarks(t testing.TB, led *fsm.Ledger, m *Model) {
+	t.Helper()
+	marks, err := led.ForwardMarks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := m.ForwardMarks()
+	if !reflect.DeepEqual(marks, want) {
+		t.Fatalf("forward marks %v, model %v", marks, want)
+	}
+	want["nobody"] = 0
+	for tenant, seq := range want {
+		if got, err := led.ForwardMark(tenant); err != nil || got != seq {
+			t.Fatalf("forward mark of %q: %d (%v), model %d", tenant, got, err, seq)
+		}
+	}
 }
 
 func countJobs(t testing.TB, led *fsm.Ledger) int {

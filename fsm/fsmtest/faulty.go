@@ -96,3 +96,10 @@ func (t *faultyTx) PutWorker(w *fsm.WorkerState) error {
 	}
 	return t.Tx.PutWorker(w)
 }
+
+func (t *faultyTx) PutForwardMark(tenant string, seq uint64) error {
+	if err := t.f.write(); err != nil {
+		return err
+	}
+	return t.Tx.PutForwardMark(tenant, seq)
+}

@@ -13,7 +13,8 @@ import (
 // conflicting decisive events with random fences and nodes, events that
 // arrive out of canonical order (the recompute path), duplicates, reused
 // ids with other content, unknown jobs, unassigned regions, foreign
-// tenants, invalid events, and workflow and worker events, legal or not.
+// tenants, invalid events, workflow and worker events, legal or not, and
+// forward marks that raise, repeat or go back.
 // It knows nothing of the rules; the Ledger and the Model decide.
 type Gen struct {
 	rng       *rand.Rand
@@ -92,10 +93,12 @@ func (g *Gen) Next() fsm.Event {
 		e = g.create()
 	case r < 72:
 		e = g.jobEvent()
-	case r < 94:
+	case r < 91:
 		e = g.workflowEvent()
-	default:
+	case r < 97:
 		e = g.workerEvent()
+	default:
+		e = g.forwardMark()
 	}
 	if g.pct(2) {
 		e = g.spoil(e)

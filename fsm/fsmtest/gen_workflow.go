@@ -2,6 +2,7 @@ package fsmtest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-ledger/strata/fsm"
 )
@@ -78,4 +79,30 @@ func (g *Gen) workerEvent() fsm.Event {
 		return NewEvent(g.id(), "", "", "use1", NodeName(ts.Node), ts, 0, &fsm.WorkerJoined{Worker: w, Capacity: 4})
 	}
 	return NewEvent(g.id(), "", "", "use1", NodeName(ts.Node), ts, 0, &fsm.WorkerLeft{Worker: g.worker(), Reason: "drain"})
+}
+
+// forwardMark returns a ForwardMark of 1 to 3 tenants (one of them never
+// seen in a job) with seqs up to the events sent so far, so marks rise,
+// repeat and go back; now and then an invalid one (tenants out of order,
+// seq 0, a job id in the envelope).
+func (g *Gen) forwardMark() fsm.Event {
+	ts := g.now(g.node())
+	tenants := append(slices.Clone(genTenants), "zeta")
+	g.rng.Shuffle(len(tenants), func(i, k int) { tenants[i], tenants[k] = tenants[k], tenants[i] })
+	tenants = tenants[:1+g.rng.IntN(3)]
+	slices.Sort(tenants)
+	marks := make([]fsm.ForwardPosition, len(tenants))
+	for i, t := range tenants {
+		marks[i] = fsm.ForwardPosition{Tenant: t, Seq: 1 + g.rng.Uint64N(uint64(len(g.sent))+1)}
+	}
+	jobID, tenant := "", ""
+	switch r := g.rng.IntN(100); {
+	case r < 2 && len(marks) > 1:
+		marks[0], marks[1] = marks[1], marks[0]
+	case r < 4:
+		marks[0].Seq = 0
+	case r < 6 && len(g.jobs) > 0:
+		jobID, tenant = g.jobs[0].id, g.jobs[0].tenant
+	}
+	return NewEvent(g.id(), jobID, tenant, "use1", NodeName(ts.Node), ts, 0, &fsm.ForwardMark{Marks: marks})
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,6 +24,7 @@ type Model struct {
 	chains    map[string][]*modelEvent
 	workflows map[string]*fsm.WorkflowState
 	workers   map[string]*fsm.WorkerState
+	marks     map[string]uint64
 }
 
 type modelEvent struct {
@@ -40,6 +42,7 @@ func NewModel() *Model {
 		chains:    map[string][]*modelEvent{},
 		workflows: map[string]*fsm.WorkflowState{},
 		workers:   map[string]*fsm.WorkerState{},
+		marks:     map[string]uint64{},
 	}
 }
 
@@ -81,6 +84,8 @@ func (m *Model) apply(e *fsm.Event) fsm.Result {
 		r = m.applyJob(e)
 	case e.Type.IsWorkflow():
 		r = m.applyWorkflow(e)
+	case e.Type == fsm.TypeForwardMark:
+		r = m.applyForwardMark(e.Body.(*fsm.ForwardMark))
 	default:
 		r = m.applyWorker(e)
 	}
@@ -243,8 +248,20 @@ func (m *Model) Workers() []*fsm.WorkerState {
 	return ws
 }
 
+// applyForwardMark: each tenant's mark is the highest seq ever marked;
+// a valid mark is always applied.
+func (m *Model) applyForwardMark(b *fsm.ForwardMark) fsm.Result {
+	for _, p := range b.Marks {
+		m.marks[p.Tenant] = max(m.marks[p.Tenant], p.Seq)
+	}
+	return fsm.Result{Outcome: fsm.OutcomeApplied}
+}
+
+// ForwardMarks returns a copy of every tenant's forward mark.
+func (m *Model) ForwardMarks() map[string]uint64 { return maps.Clone(m.marks) }
+
 // String summarizes the model for failure messages.
 func (m *Model) String() string {
-	return fmt.Sprintf("model{applied %d, events %d, jobs %d, workflows %d, workers %d}",
-		m.Applied, len(m.events), len(m.jobEvents), len(m.workflows), len(m.workers))
+	return fmt.Sprintf("model{applied %d, events %d, jobs %d, workflows %d, workers %d, forward marks %d}",
+		m.Applied, len(m.events), len(m.jobEvents), len(m.workflows), len(m.workers), len(m.marks))
 }

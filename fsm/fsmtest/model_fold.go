@@ -113,7 +113,9 @@ func (f *naiveJob) step(e *fsm.Event) error {
 		}
 		return nil
 	case *fsm.JobCancellationAcked:
-		if f.winner == nil || !isCancel(f.winner) {
+		// Counted under every decision that stops the regions: all but
+		// a completion.
+		if f.winner == nil || f.winner.Type == fsm.TypeJobCompleted {
 			if terminal(st) {
 				return fsm.ErrTerminal
 			}

@@ -35,11 +35,12 @@ func SampleEvents() []fsm.Event {
 		&fsm.WorkflowCancelled{Workflow: wf},
 		&fsm.WorkerJoined{Worker: "w-17", Capacity: 8},
 		&fsm.WorkerLeft{Worker: "w-17", Reason: "drain"},
+		&fsm.ForwardMark{Marks: []fsm.ForwardPosition{{Tenant: "acme", Seq: 12}, {Tenant: "globex", Seq: 1 << 33}}},
 	}
 	events := make([]fsm.Event, len(bodies))
 	for i, b := range bodies {
 		jobID, tenant := SampleJobID, "acme"
-		if b.EventType().IsWorker() {
+		if b.EventType().IsJobless() {
 			jobID, tenant = "", ""
 		}
 		events[i] = NewEvent(ID(uint64(i+1)), jobID, tenant, "use1", "gate42", ts(uint32(i+1)), uint64(i%3+1), b)

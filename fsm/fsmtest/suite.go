@@ -106,6 +106,9 @@ func RunLedgerAgainstModel(t *testing.T, newStore NewStore) {
 		m := NewModel()
 		Drive(t, seed, led, m, events, 25)
 		CompareWithModel(t, led, m)
+		if events >= 1000 && len(m.ForwardMarks()) == 0 {
+			t.Fatalf("seed %d: the stream applied no forward mark", seed)
+		}
 	}
 }
 

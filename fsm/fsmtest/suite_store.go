@@ -20,7 +20,8 @@ func snapshotBytes(t testing.TB, led *fsm.Ledger) []byte {
 
 // RunStoreAtomicity: an Update or a Replace whose fn fails leaves no
 // trace of its writes (new and replaced events, job, chain head,
-// workflow, worker, applied index, job history index).
+// workflow, worker, forward marks new and raised, applied index, job
+// history index).
 func RunStoreAtomicity(t *testing.T, newStore NewStore) {
 	led, st := NewLedger(t, newStore)
 	m := NewModel()
@@ -55,6 +56,8 @@ func RunStoreAtomicity(t *testing.T, newStore NewStore) {
 					return tx.PutWorkflow(&fsm.WorkflowState{ID: jobID + "/use1/x/1", JobID: jobID, Tenant: job.Tenant})
 				},
 				func() error { return tx.PutWorker(&fsm.WorkerState{ID: "w-new", Active: true}) },
+				func() error { return tx.PutForwardMark(job.Tenant, 1<<40) },
+				func() error { return tx.PutForwardMark("newtenant", 1) },
 				func() error { return tx.SetAppliedIndex(1 << 40) },
 			}
 			if !fresh {
@@ -67,6 +70,9 @@ func RunStoreAtomicity(t *testing.T, newStore NewStore) {
 			}
 			if se, _ := tx.Event(e.ID); se == nil {
 				t.Fatal("a transaction does not read its own write")
+			}
+			if seq, _ := tx.ForwardMark(job.Tenant); seq != 1<<40 {
+				t.Fatalf("a transaction reads forward mark %d after writing %d", seq, uint64(1<<40))
 			}
 			return boom
 		}
@@ -81,6 +87,7 @@ func RunStoreAtomicity(t *testing.T, newStore NewStore) {
 		t.Fatal("a failed transaction changed the store")
 	}
 	compareHistory(t, led, m, jobID)
+	compareMarks(t, led, m)
 }
 
 // RunApplyFailure: when the store fails in the middle of a batch, Apply

@@ -53,6 +53,8 @@ type state struct {
 	wfIDs     []string // sorted
 	workers   map[string]*fsm.WorkerState
 	workerIDs []string // sorted
+	marks     map[string]uint64
+	markIDs   []string // tenants with a forward mark, sorted
 }
 
 type chain struct {
@@ -70,6 +72,7 @@ func newState() *state {
 		byTenant:  make(map[string][]string),
 		workflows: make(map[string]*fsm.WorkflowState),
 		workers:   make(map[string]*fsm.WorkerState),
+		marks:     make(map[string]uint64),
 	}
 }
 
@@ -227,6 +230,17 @@ func (t *tx) Workers(fn func(*fsm.WorkerState) error) error {
 	return nil
 }
 
+func (t *tx) ForwardMark(tenant string) (uint64, error) { return t.st.marks[tenant], nil }
+
+func (t *tx) ForwardMarks(fn func(string, uint64) error) error {
+	for _, tenant := range t.st.markIDs {
+		if err := fn(tenant, t.st.marks[tenant]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // upperBound returns the index of the first id greater than after.
 func upperBound(ids []string, after string) int {
 	if after == "" {
@@ -375,6 +389,22 @@ func (t *tx) PutWorker(w *fsm.WorkerState) error {
 	t.st.workers[w.ID] = w
 	if old == nil {
 		t.st.workerIDs = insertSorted(t.st.workerIDs, w.ID)
+	}
+	return nil
+}
+
+func (t *tx) PutForwardMark(tenant string, seq uint64) error {
+	if !t.write {
+		return errReadOnly
+	}
+	if tenant == "" {
+		return errors.New("memstore: forward mark of the empty tenant")
+	}
+	old, had := t.st.marks[tenant]
+	t.log(undo{kind: undoMark, key: tenant, u64: old, had: had})
+	t.st.marks[tenant] = seq
+	if !had {
+		t.st.markIDs = insertSorted(t.st.markIDs, tenant)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ const (
 	undoJob                          // key: job id; job: the old state or nil
 	undoWorkflow                     // key: workflow id; wf: old or nil
 	undoWorker                       // key: worker id; wk: old or nil
+	undoMark                         // key: tenant; u64, had: the old forward mark
 )
 
 // log records an undo entry while an Update runs (not during Replace,
@@ -66,6 +67,13 @@ func (s *Store) rollback() {
 				st.workerIDs = removeSorted(st.workerIDs, u.key)
 			} else {
 				st.workers[u.key] = u.wk
+			}
+		case undoMark:
+			if !u.had {
+				delete(st.marks, u.key)
+				st.markIDs = removeSorted(st.markIDs, u.key)
+			} else {
+				st.marks[u.key] = u.u64
 			}
 		}
 	}
