@@ -142,6 +142,11 @@ func checkLevel(d, tier Durability) error {
 func (n *Node) stampEvents(p Principal, events []fsm.Event) error {
 	for i := range events {
 		e := &events[i]
+		if e.Type == fsm.TypeForwardMark {
+			return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+				Message: fmt.Sprintf("event %d: ForwardMark is recorded by the regional forwarder only", i),
+				Details: map[string]any{"index": i, "type": e.Type.String()}}
+		}
 		tenantScope := ScopeJobsWrite
 		if e.Type.IsWorker() {
 			tenantScope = ScopeOperator

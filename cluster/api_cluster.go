@@ -104,6 +104,10 @@ func (n *Node) raftStatus() (api.RaftGroup, error) {
 		"last": uint64(n.wal.LastLSN()), "regional": uint64(marks.Regional), "global": uint64(marks.Global),
 		"applied": uint64(marks.Applied), "compacted": uint64(marks.Compacted), "tier": uint64(n.pipe.Watermark()),
 	}
+	if f := n.forwarders.Load(); f != nil && r.State() == raft.Leader {
+		st := f.Status()
+		g.Forwarder = &st
+	}
 	return g, nil
 }
 

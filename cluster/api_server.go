@@ -53,7 +53,18 @@ func (n *Node) routes() http.Handler {
 	handle("/v1/jobs/{id}", route{"GET": n.handleGetJob})
 	handle("/v1/jobs/{id}/cancel", route{"POST": n.handleCancelJob})
 	handle("/v1/jobs/{id}/events", route{"GET": n.handleJobEvents})
+	handle("/v1/jobs/{id}/watch", route{"GET": n.handleWatchJob})
 	handle("/v1/events:batch", route{"POST": n.handleEventsBatch})
+	handle("/v1/jobs/{id}/workflows", route{"GET": n.handleJobWorkflows})
+	handle("/v1/chain/verify", route{"GET": n.handleVerifyChain})
+
+	handle("/v1/workers", route{"POST": n.handleRegisterWorker})
+	handle("/v1/workers/{id}", route{"DELETE": n.handleDeregisterWorker})
+	handle("/v1/workers/{id}/heartbeat", route{"POST": n.handleHeartbeat})
+	handle("/v1/workers/{id}/leases", route{"GET": n.handleLeases})
+	handle("/v1/workers/{id}/progress", route{"POST": n.handleProgress})
+	handle("/v1/workers/{id}/complete", route{"POST": n.handleCompleteWorkflow})
+	handle("/v1/workers/{id}/fail", route{"POST": n.handleFailWorkflow})
 
 	handle("/v1/cluster/members", route{"GET": n.handleMembers})
 	handle("/v1/cluster/raft", route{"GET": n.handleRaft})
@@ -68,6 +79,7 @@ func (n *Node) routes() http.Handler {
 		})
 	}
 	handle(internalProposePath, route{"POST": n.handlePropose})
+	handle(internalDeliverPath, route{"POST": n.handleDeliver})
 	// pprof, operator only (DESIGN §12: profiles on the admin listener).
 	mux.Handle("/debug/pprof/", n.operator(pprof.Index))
 	mux.Handle("/debug/pprof/profile", n.operator(pprof.Profile))
@@ -84,7 +96,9 @@ func (n *Node) serveHTTP() error {
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
-	n.ln = ln
+	// Through the fault layer, so a partition cuts node-to-node calls in
+	// both directions (clients on other addresses are not affected).
+	n.ln = n.faults.WrapListener(ln)
 	n.httpMetrics = newHTTPMetrics(n.reg)
 	n.srv = &http.Server{Handler: n.routes(), ReadHeaderTimeout: httpReadHeaderTimeout}
 	go func() {
@@ -130,6 +144,10 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	}
 	return s.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the connection (write
+// deadlines of watch streams).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // Flush lets streaming handlers flush through the wrapper.
 func (s *statusWriter) Flush() {

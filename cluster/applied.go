@@ -45,3 +45,19 @@ func (a *appliedIndex) wait(ctx context.Context, index uint64) error {
 		}
 	}
 }
+
+// changed returns a channel closed at the next advance.
+func (a *appliedIndex) changed() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.moved
+}
+
+// current returns the applied index and a channel closed at its next
+// advance, read together so that no advance between them is missed
+// (watch streams wait on it).
+func (a *appliedIndex) current() (uint64, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.index, a.moved
+}

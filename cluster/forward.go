@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/faultnet"
 )
 
 // Node-to-node calls: a follower's pipeline hands its batches to the
@@ -34,10 +35,23 @@ const (
 	nodeIdleConns = 256
 )
 
-func newNodeHTTPClient() *http.Client {
+// newNodeHTTPClient returns the client of node-to-node calls. Its
+// connections go through the fault layer (so partitions and WAN latency
+// apply to forwarded proposals and deliveries as they do to Raft) and
+// leave from the node's own address (so the other side's rules attribute
+// them to this node).
+func newNodeHTTPClient(faults *faultnet.Faults, httpAddr string) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = nodeIdleConns, nodeIdleConns
-	t.DialContext = (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	d := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
+	if host, _, err := net.SplitHostPort(httpAddr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		}
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return faults.Dial(ctx, addr, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, network, addr) })
+	}
 	return &http.Client{Transport: t, Timeout: nodeHTTPTimeout}
 }
 

@@ -48,6 +48,10 @@ type NodeOptions struct {
 	// Membership overrides gossip timings (tests shorten them).
 	LANTimings, WANTimings PoolTimings
 	RejoinInterval         time.Duration
+	// DisableReconcilers keeps the job-lifecycle reconcilers and the
+	// forwarder from running on this node's leadership (tests of the API
+	// alone).
+	DisableReconcilers bool
 }
 
 // Node is one gate or manager: NodeWAL, Raft group with the ledger as its
@@ -73,11 +77,15 @@ type Node struct {
 	members *Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
 	idem    *idempotencyCache
-	live    *liveness  // managers: workers heard from (leader's view)
-	views   *viewBoard // managers: the regional reconciler's last pass
+	live    *liveness    // managers: workers heard from (leader's view)
+	views   *viewBoard   // managers: the regional reconciler's last pass
 	httpc   *http.Client // node-to-node calls
+	watches watchSet     // job watch streams (api_watch.go)
 	srv     *http.Server
 	ln      net.Listener
+
+	fwdMetrics *forwarderMetrics
+	forwarders atomic.Pointer[forwarder] // managers: this term's forwarder
 
 	httpMetrics *httpMetrics
 	readyTerm   atomic.Uint64 // term in which a barrier made strong reads safe
@@ -128,6 +136,9 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err := BridgeRaftMetrics(n.reg); err != nil {
 		n.log.Warn("raft metrics not exported", "err", err)
 	}
+	if cfg.Role == RoleManager {
+		n.fwdMetrics = newForwarderMetrics(n.reg)
+	}
 	if n.auth, err = NewAuthenticator(cfg.Tokens); err != nil {
 		return nil, err
 	}
@@ -140,7 +151,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err = n.openPipeline(); err != nil {
 		return nil, err
 	}
-	n.httpc = newNodeHTTPClient()
+	n.httpc = newNodeHTTPClient(n.faults, cfg.HTTPAddr)
 	if err = n.serveHTTP(); err != nil {
 		return nil, err
 	}
@@ -150,6 +161,9 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n.bg.Go(n.bootstrap)
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
+	if !opts.DisableReconcilers {
+		n.bg.Go(n.leaderLoop)
+	}
 	n.log.Info("node started", "role", cfg.Role, "region", cfg.Region, "api", n.ln.Addr().String(),
 		"raft", n.raft.Transport.LocalAddr(), "had_state", n.raft.HadState)
 	return n, nil

@@ -48,14 +48,27 @@ type testCluster struct {
 	mu    sync.Mutex
 	nodes map[string]*Node
 	http  *http.Client
+	// reconcile runs the job-lifecycle reconcilers on the leaders.
+	reconcile bool
 }
 
 // startTestCluster starts 3 gates (g1..g3, 127.0.<subnet>.1-3) and 3
 // managers (m1..m3, .4-.6) of region use1 and waits until both groups
 // have a leader and every node is ready.
+// The reconcilers do not run (tests of the API see only the changes they
+// make); startLifecycleCluster runs them.
 func startTestCluster(t testing.TB, subnet int) *testCluster {
+	return startNodes(t, subnet, false)
+}
+
+// startLifecycleCluster is startTestCluster with the reconcilers running.
+func startLifecycleCluster(t testing.TB, subnet int) *testCluster {
+	return startNodes(t, subnet, true)
+}
+
+func startNodes(t testing.TB, subnet int, reconcile bool) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, base: t.TempDir(), nodes: map[string]*Node{}, http: &http.Client{Timeout: nodeTestWait}}
+	c := &testCluster{t: t, base: t.TempDir(), nodes: map[string]*Node{}, http: &http.Client{Timeout: nodeTestWait}, reconcile: reconcile}
 	var seeds []string
 	for i := 1; i <= 6; i++ {
 		seeds = append(seeds, fmt.Sprintf("127.0.%d.%d:7300", subnet, i))
@@ -98,7 +111,7 @@ func (c *testCluster) cfg(id string) NodeConfig {
 func (c *testCluster) start(id string) *Node {
 	c.t.Helper()
 	n, err := StartNode(c.cfg(id), NodeOptions{Logger: gossipTestLogger(), LANTimings: gossipTestTimings(),
-		WANTimings: gossipTestTimings(), RejoinInterval: 500 * time.Millisecond})
+		WANTimings: gossipTestTimings(), RejoinInterval: 500 * time.Millisecond, DisableReconcilers: !c.reconcile})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", id, err)
 	}

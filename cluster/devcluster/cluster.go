@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ const (
 
 // Errors callers branch on.
 var (
+	// ErrUnknownNode: the id names no planned node or worker.
 	ErrUnknownNode = errors.New("unknown node")
 	ErrRunning     = errors.New("node is running")
 	ErrNotRunning  = errors.New("node is not running")
@@ -39,7 +41,8 @@ var (
 type Config struct {
 	Options Options
 	// Binary is the strata executable; each node runs as
-	// `Binary agent --config DATA/<node_id>/agent.yaml`.
+	// `Binary agent --config DATA/<node_id>/agent.yaml`, each worker as
+	// `Binary worker --manager ... --id <worker_id>` (WorkerSpec.Args).
 	Binary string
 	// Env is added to every node's environment (the launcher's own,
 	// without STRATA_ variables, which would override agent.yaml). A
@@ -50,13 +53,13 @@ type Config struct {
 	// DefaultStopTimeout.
 	StopTimeout time.Duration
 	// OnExit, if set, is called from a background goroutine when a node
-	// exits without Kill, Stop, Restart or StopAll asking it to.
+	// or worker exits without Kill, Stop, Restart or StopAll asking it to.
 	OnExit func(Exit)
 }
 
-// Exit describes a node process that ended.
+// Exit describes a node or worker process that ended.
 type Exit struct {
-	NodeID  string
+	NodeID  string // the node's or the worker's id
 	Status  string // "exit status 1", "signal: killed", ...
 	LogPath string
 }
@@ -64,14 +67,16 @@ type Exit struct {
 // Cluster runs the planned nodes as child processes. It is safe for
 // concurrent use.
 type Cluster struct {
-	cfg     Config
-	opts    Options // defaults applied, DataDir absolute, tokens set
-	specs   []NodeSpec
-	byID    map[string]NodeSpec
-	env     []string
-	client  *http.Client
-	mu      sync.Mutex
-	running map[string]*process // the last process of each node started
+	cfg        Config
+	opts       Options // defaults applied, DataDir absolute, tokens set
+	specs      []NodeSpec
+	byID       map[string]NodeSpec
+	workers    []WorkerSpec
+	workerByID map[string]WorkerSpec
+	env        []string
+	client     *http.Client
+	mu         sync.Mutex
+	running    map[string]*process // the last process of each node and worker started
 }
 
 // New plans the cluster of cfg.Options in its data directory: it creates
@@ -113,17 +118,26 @@ func New(cfg Config) (*Cluster, error) {
 	if err := checkIPs(specs); err != nil {
 		return nil, err
 	}
+	workers, err := PlanWorkers(o)
+	if err != nil {
+		return nil, err
+	}
 	c := &Cluster{
-		cfg:     cfg,
-		opts:    o,
-		specs:   specs,
-		byID:    make(map[string]NodeSpec, len(specs)),
-		env:     nodeEnv(os.Environ(), cfg.Env),
-		client:  &http.Client{Timeout: readyRequestTimeout, Transport: &http.Transport{Proxy: nil}},
-		running: make(map[string]*process, len(specs)),
+		cfg:        cfg,
+		opts:       o,
+		specs:      specs,
+		byID:       make(map[string]NodeSpec, len(specs)),
+		workers:    workers,
+		workerByID: make(map[string]WorkerSpec, len(workers)),
+		env:        nodeEnv(os.Environ(), cfg.Env),
+		client:     &http.Client{Timeout: readyRequestTimeout, Transport: &http.Transport{Proxy: nil}},
+		running:    make(map[string]*process, len(specs)+len(workers)),
 	}
 	for _, s := range specs {
 		c.byID[s.ID()] = s
+	}
+	for _, w := range workers {
+		c.workerByID[w.ID] = w
 	}
 	return c, nil
 }
@@ -144,6 +158,31 @@ func (c *Cluster) Node(id string) (NodeSpec, error) {
 	return s, nil
 }
 
+// Workers returns the planned workers, region by region.
+func (c *Cluster) Workers() []WorkerSpec {
+	out := make([]WorkerSpec, len(c.workers))
+	copy(out, c.workers)
+	return out
+}
+
+// Worker returns one worker's plan.
+func (c *Cluster) Worker(id string) (WorkerSpec, error) {
+	w, ok := c.workerByID[id]
+	if !ok {
+		return WorkerSpec{}, fmt.Errorf("%w: worker %q", ErrUnknownNode, id)
+	}
+	return w, nil
+}
+
+// known checks that id names a planned node or worker.
+func (c *Cluster) known(id string) error {
+	if _, ok := c.workerByID[id]; ok {
+		return nil
+	}
+	_, err := c.Node(id)
+	return err
+}
+
 // Token is the API token, bound to all tenants with every scope.
 func (c *Cluster) Token() string { return c.opts.Token }
 
@@ -153,7 +192,7 @@ func (c *Cluster) DataDir() string { return c.opts.DataDir }
 // ClusterFilePath is where cluster.json is written.
 func (c *Cluster) ClusterFilePath() string { return filepath.Join(c.opts.DataDir, clusterFileName) }
 
-// PID is the process id of a running node, or 0.
+// PID is the process id of a running node or worker, or 0.
 func (c *Cluster) PID(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -164,9 +203,10 @@ func (c *Cluster) PID(id string) int {
 }
 
 // Start starts every node that is not running, records cluster.json, then
-// waits until every node reports ready, bounded by ctx. If a node exits
-// before it is ready, Start returns at once with ErrExited. On error the
-// nodes already started keep running: call StopAll.
+// waits until every node reports ready, bounded by ctx; then it starts
+// every worker that is not running (workers need their managers). If a
+// node exits before it is ready, Start returns at once with ErrExited. On
+// error the processes already started keep running: call StopAll.
 func (c *Cluster) Start(ctx context.Context) error {
 	// A port in use fails the start before any node runs.
 	for _, s := range c.specs {
@@ -203,12 +243,24 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if len(exited) > 0 {
 		return errors.Join(exited...)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, w := range c.workers {
+		if err := c.StartNode(w.ID); err != nil && !errors.Is(err, ErrRunning) {
+			return err
+		}
+	}
+	return nil
 }
 
-// StartNode writes the node's config and starts its process; it does not
-// wait for readiness (WaitReady). It returns ErrRunning if the node runs.
+// StartNode starts a node or a worker by id. A node's config is written
+// first; StartNode does not wait for readiness (WaitReady). It returns
+// ErrRunning if the process runs.
 func (c *Cluster) StartNode(id string) error {
+	if w, ok := c.workerByID[id]; ok {
+		return c.startWorker(w)
+	}
 	s, err := c.Node(id)
 	if err != nil {
 		return err
@@ -224,12 +276,32 @@ func (c *Cluster) StartNode(id string) error {
 	if err := checkPortsFree(s); err != nil {
 		return err
 	}
-	p, err := startProcess(c.cfg.Binary, c.env, s)
+	p, err := startProcess(c.cfg.Binary, []string{"agent", "--config", s.ConfigPath}, c.env, "node "+id, s.Dir, s.LogPath)
 	if err != nil {
 		return err
 	}
 	c.running[id] = p
 	go c.watch(id, p)
+	return c.writeClusterFileLocked()
+}
+
+// startWorker starts w's process with the API token in its environment.
+func (c *Cluster) startWorker(w WorkerSpec) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.running[w.ID]; p != nil && !p.exited() {
+		return fmt.Errorf("start %s: %w (pid %d)", w.ID, ErrRunning, p.cmd.Process.Pid)
+	}
+	if err := os.MkdirAll(w.Dir, dirMode); err != nil {
+		return fmt.Errorf("worker %s: %w", w.ID, err)
+	}
+	env := append(slices.Clone(c.env), workerTokenEnv+"="+c.opts.Token)
+	p, err := startProcess(c.cfg.Binary, w.Args(), env, "worker "+w.ID, w.Dir, w.LogPath)
+	if err != nil {
+		return err
+	}
+	c.running[w.ID] = p
+	go c.watch(w.ID, p)
 	return c.writeClusterFileLocked()
 }
 
@@ -257,10 +329,11 @@ func (c *Cluster) watch(id string, p *process) {
 }
 
 // WaitReady polls the node's /readyz until it answers 200. It fails with
-// ErrExited if the process ends first, or with ctx's error.
+// ErrExited if the process ends first, or with ctx's error. A worker
+// serves no endpoint: it is ready while its process runs (it registers,
+// and retries, on its own).
 func (c *Cluster) WaitReady(ctx context.Context, id string) error {
-	s, err := c.Node(id)
-	if err != nil {
+	if err := c.known(id); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -269,6 +342,13 @@ func (c *Cluster) WaitReady(ctx context.Context, id string) error {
 	if p == nil {
 		return fmt.Errorf("wait for %s: %w", id, ErrNotRunning)
 	}
+	if _, ok := c.workerByID[id]; ok {
+		if p.exited() {
+			return fmt.Errorf("worker %s: %w (%s); log: %s", id, ErrExited, p.status(), p.logPath)
+		}
+		return nil
+	}
+	s, _ := c.Node(id)
 	url := "http://" + s.Config.HTTPAddr + "/readyz"
 	tick := time.NewTicker(readyPollInterval)
 	defer tick.Stop()
@@ -303,8 +383,8 @@ func (c *Cluster) ready(ctx context.Context, url string) error {
 	return nil
 }
 
-// Kill sends SIGKILL to the node and waits for it to exit. A node that is
-// not running is left alone.
+// Kill sends SIGKILL to the node or worker and waits for it to exit. One
+// that is not running is left alone.
 func (c *Cluster) Kill(id string) error {
 	p, err := c.markStopping(id)
 	if err != nil || p == nil {
@@ -319,10 +399,11 @@ func (c *Cluster) Kill(id string) error {
 	return nil
 }
 
-// Stop sends SIGTERM so the node drains, waits up to the stop timeout,
-// then kills it. It reports a node that had to be killed or that exited
-// with an error; either way the node is stopped when it returns nil or
-// such an error. A node that is not running is left alone.
+// Stop sends SIGTERM so the node drains (a worker deregisters), waits up
+// to the stop timeout, then kills it. It reports a node that had to be
+// killed or that exited with an error; either way the node is stopped
+// when it returns nil or such an error. A node that is not running is
+// left alone.
 func (c *Cluster) Stop(id string) error {
 	p, err := c.markStopping(id)
 	if err != nil || p == nil {
@@ -359,7 +440,7 @@ func stoppedCleanly(st *os.ProcessState) bool {
 // markStopping returns the node's running process, marked so its exit is
 // not reported, or nil if the node is not running.
 func (c *Cluster) markStopping(id string) (*process, error) {
-	if _, err := c.Node(id); err != nil {
+	if err := c.known(id); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -382,20 +463,36 @@ func (c *Cluster) Restart(id string) error {
 	return errors.Join(stopErr, c.StartNode(id))
 }
 
-// StopAll stops every running node in parallel (Stop), so the whole
-// cluster takes one stop timeout rather than one per node.
+// StopAll stops every running worker, then every running node, each group
+// in parallel (Stop), so the whole cluster takes two stop timeouts rather
+// than one per process. Workers go first: they deregister with their
+// managers, which hand their leases back at once.
 func (c *Cluster) StopAll() error {
-	errs := make([]error, len(c.specs))
+	ids := make([]string, 0, len(c.workers))
+	for _, w := range c.workers {
+		ids = append(ids, w.ID)
+	}
+	errs := []error{c.stopEach(ids)}
+	ids = ids[:0]
+	for _, s := range c.specs {
+		ids = append(ids, s.ID())
+	}
+	return errors.Join(append(errs, c.stopEach(ids))...)
+}
+
+// stopEach stops the ids in parallel.
+func (c *Cluster) stopEach(ids []string) error {
+	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
-	for i, s := range c.specs {
-		wg.Go(func() { errs[i] = c.Stop(s.ID()) })
+	for i, id := range ids {
+		wg.Go(func() { errs[i] = c.Stop(id) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// ClusterFile describes the cluster as cluster.json does; a node that is
-// not running has pid 0.
+// ClusterFile describes the cluster as cluster.json does; a node or worker
+// that is not running has pid 0.
 func (c *Cluster) ClusterFile() api.ClusterFile {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -409,7 +506,7 @@ func (c *Cluster) clusterFileLocked() api.ClusterFile {
 			pids[id] = p.cmd.Process.Pid
 		}
 	}
-	return clusterFileOf(c.opts.DataDir, c.opts.Token, c.specs, pids)
+	return clusterFileOf(c.opts.DataDir, c.opts.Token, c.specs, c.workers, pids)
 }
 
 // WriteClusterFile writes ClusterFile to DATA/cluster.json (0600: it holds

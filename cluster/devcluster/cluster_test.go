@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ const (
 	subnetNotReady   = 209
 	subnetRestart    = 211
 	subnetPortInUse  = 213
+	subnetWorkers    = 215
 
 	testStartTimeout = 30 * time.Second
 )
@@ -38,13 +40,23 @@ type testCluster struct {
 // fake agents; env adds fake behaviour. StopAll runs at cleanup.
 func newTestCluster(t *testing.T, dir string, subnet int, env ...string) *testCluster {
 	t.Helper()
+	return newTestClusterWith(t, dir, subnet, nil, env...)
+}
+
+// newTestClusterWith is newTestCluster with options adjusted by mod.
+func newTestClusterWith(t *testing.T, dir string, subnet int, mod func(*Options), env ...string) *testCluster {
+	t.Helper()
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc := &testCluster{exits: make(chan Exit, 16)}
+	o := Options{DataDir: dir, Regions: []string{"use1", "euw1"}, ManagersPerRegion: 1, SubnetBase: subnet}
+	if mod != nil {
+		mod(&o)
+	}
 	c, err := New(Config{
-		Options: Options{DataDir: dir, Regions: []string{"use1", "euw1"}, ManagersPerRegion: 1, SubnetBase: subnet},
+		Options: o,
 		Binary:  bin,
 		// A race-enabled binary sleeps 1 s at exit unless told not to.
 		Env:         append([]string{fakeAgentEnv + "=1", "GORACE=atexit_sleep_ms=0"}, env...),
@@ -199,10 +211,13 @@ func checkClusterFile(t *testing.T, c *Cluster) {
 	if got.Token != c.Token() || got.DataDir != c.DataDir() {
 		t.Fatalf("cluster.json token/data dir %q %q", got.Token, got.DataDir)
 	}
-	for _, n := range got.Nodes {
+	for _, n := range append(got.Nodes, got.Workers...) {
 		if n.PID != c.PID(n.NodeID) || n.PID == 0 {
 			t.Errorf("%s pid %d, running as %d", n.NodeID, n.PID, c.PID(n.NodeID))
 		}
+	}
+	if len(got.Workers) != len(c.Workers()) {
+		t.Errorf("cluster.json lists %d workers, %d planned", len(got.Workers), len(c.Workers()))
 	}
 }
 
@@ -371,5 +386,116 @@ func TestNew_RejectsBadConfig(t *testing.T) {
 	}
 	if _, err := New(Config{Binary: "strata", Options: Options{DataDir: t.TempDir(), Token: "short"}}); !errors.Is(err, ErrBadOptions) {
 		t.Errorf("short token: err = %v", err)
+	}
+}
+
+// waitLog polls path until it contains want.
+func waitLog(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(testStartTimeout)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s lacks %q:\n%s", path, want, b)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a file, bounded by the deadline
+	}
+}
+
+func TestCluster_WorkersRunAtTheirManagersAndStopFirst(t *testing.T) {
+	dir := t.TempDir()
+	// The launcher's STRATA_ variables must not reach workers either.
+	t.Setenv("STRATA_REGION", "nowhere")
+	c := newTestClusterWith(t, dir, subnetWorkers, func(o *Options) { o.WorkersPerRegion = 2; o.WorkerCapacity = 3 })
+	if err := c.Start(startCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	workers := c.Workers()
+	if len(workers) != 4 {
+		t.Fatalf("%d workers, want 2 per region", len(workers))
+	}
+	for _, w := range workers {
+		if c.PID(w.ID) == 0 {
+			t.Fatalf("%s is not running after Start", w.ID)
+		}
+		if err := c.WaitReady(startCtx(t), w.ID); err != nil {
+			t.Fatalf("WaitReady(%s): %v", w.ID, err)
+		}
+		mgr, err := c.Node(w.Region + "-mgr1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitLog(t, w.LogPath, fmt.Sprintf("fake worker %s: region=%s managers=%s capacity=3 log=info token=%s",
+			w.ID, w.Region, mgr.Config.HTTPAddr, c.Token()))
+	}
+	checkClusterFile(t, c.Cluster)
+	f := c.ClusterFile()
+	if f.Workers[0].Role != "worker" || f.Workers[0].Region != "use1" || f.Workers[0].NodeID != "w-use1-1" {
+		t.Fatalf("cluster.json worker %+v", f.Workers[0])
+	}
+
+	// Kill -9 by id, start again, restart: as with nodes.
+	if err := c.Kill("w-use1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if c.PID("w-use1-1") != 0 || c.PID("w-use1-2") == 0 {
+		t.Fatalf("after Kill: pids %d %d", c.PID("w-use1-1"), c.PID("w-use1-2"))
+	}
+	if err := c.StartNode("w-use1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode("w-use1-1"); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second StartNode: %v, want ErrRunning", err)
+	}
+	before := c.PID("w-euw1-2")
+	if err := c.Restart("w-euw1-2"); err != nil {
+		t.Fatal(err)
+	}
+	if after := c.PID("w-euw1-2"); after == before || after == 0 {
+		t.Fatalf("w-euw1-2 pid %d after Restart, was %d", after, before)
+	}
+	checkClusterFile(t, c.Cluster)
+	if err := c.Kill("w-nowhere-9"); !errors.Is(err, ErrUnknownNode) {
+		t.Fatalf("Kill of an unknown worker: %v", err)
+	}
+
+	// A worker dying on its own is reported like a node.
+	victim, _ := c.Worker("w-euw1-1")
+	if err := syscall.Kill(c.PID(victim.ID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-c.exits:
+		if want := (Exit{NodeID: victim.ID, Status: "signal: killed", LogPath: victim.LogPath}); e != want {
+			t.Fatalf("exit %+v, want %+v", e, want)
+		}
+	case <-time.After(testStartTimeout):
+		t.Fatal("no exit reported")
+	}
+
+	// The fake workers exit 5 if their manager is gone when they are told
+	// to stop: StopAll must stop them before the nodes.
+	if err := c.StopAll(); err != nil {
+		t.Fatalf("StopAll: %v", err)
+	}
+	for _, w := range workers {
+		if c.PID(w.ID) != 0 {
+			t.Errorf("%s runs after StopAll", w.ID)
+		}
+	}
+	select {
+	case e := <-c.exits:
+		t.Fatalf("requested stops reported as unexpected: %+v", e)
+	default:
+	}
+
+	// The number of workers may change between runs on one data dir.
+	bin, _ := os.Executable()
+	if _, err := New(Config{Binary: bin, Options: Options{DataDir: dir, Regions: []string{"use1", "euw1"}, ManagersPerRegion: 1,
+		SubnetBase: subnetWorkers, WorkersPerRegion: 1}}); err != nil {
+		t.Fatalf("fewer workers on the same data dir: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package devcluster plans and runs a whole multi-region Strata cluster on
-// one machine, one `strata agent` process per node. `strata dev` uses it to
+// one machine, one `strata agent` process per node and, if asked, one
+// `strata worker` process per reference worker. `strata dev` uses it to
 // give a user a cluster to play with; integration tests use it to start,
-// kill -9 and restart real node processes.
+// kill -9 and restart real node and worker processes.
 //
 // The plan (Plan) is a pure function of Options: every node gets its own
 // loopback IP, 127.0.<SubnetBase+r>.<n> for region r and node n (gates
@@ -18,6 +19,15 @@
 //	DATA/<node_id>/agent.yaml  the node's config (0600: it holds the tokens)
 //	DATA/<node_id>/agent.log   the node's stdout and stderr, appended
 //	DATA/<node_id>/data        the node's own data_dir
+//	DATA/<worker_id>/worker.log  a worker's stdout and stderr, appended
+//
+// Workers (Options.WorkersPerRegion, PlanWorkers) are w-<region>-<i>, each
+// pointed at its region's managers with the API token in its environment.
+// Start starts them once every node is ready; StopAll stops them before
+// the nodes, so they deregister while their managers still answer. Kill,
+// Stop, Restart, StartNode and PID take a worker's id like a node's.
+// Workers are not part of a cluster's shape: their number may change
+// between runs on one data directory.
 //
 // Invariants: a data directory only ever holds one cluster shape; New
 // refuses a plan whose nodes or addresses differ from the cluster.json
@@ -26,7 +36,7 @@
 // order (SIGTERM, bounded, then SIGKILL). On Linux a child is also killed
 // if the launcher dies, so crashed tests leave no nodes behind.
 //
-// A Cluster is safe for concurrent use. It does not restart nodes that
-// die on their own: it reports them (Config.OnExit) and leaves healing to
-// the cluster.
+// A Cluster is safe for concurrent use. It does not restart nodes or
+// workers that die on their own: it reports them (Config.OnExit) and
+// leaves healing to the cluster.
 package devcluster

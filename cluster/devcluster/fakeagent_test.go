@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,21 +17,27 @@ import (
 
 // The launcher tests run the test binary itself as each node's "agent":
 // with fakeAgentEnv set, TestMain serves /readyz and /livez on the node's
-// http_addr, read from agent.yaml the way the real agent reads it. The
-// other variables name the node (by id) that misbehaves.
+// http_addr, read from agent.yaml the way the real agent reads it. It is
+// each worker too: the fake worker logs what it was given and, on SIGTERM,
+// checks that its first manager still answers (workers stop first). The
+// other variables name the node or worker (by id) that misbehaves.
 const (
 	fakeAgentEnv       = "DEVCLUSTER_FAKE_AGENT"
 	fakeExitEnv        = "DEVCLUSTER_FAKE_EXIT"        // node id: exits with status 3 at once
 	fakeIgnoreTermEnv  = "DEVCLUSTER_FAKE_IGNORE_TERM" // node id: ignores SIGTERM
 	fakeNotReadyEnv    = "DEVCLUSTER_FAKE_NOT_READY"   // node id: /readyz answers 503
 	fakeExitStatus     = 3
-	fakeStrataEnvExit  = 7 // a STRATA_ variable reached the node
+	fakeStrataEnvExit  = 7 // a STRATA_ variable reached the node (the worker: other than its token)
+	fakeNoManagerExit  = 5 // the worker's manager was gone when the worker was told to stop
 	fakeLifetime       = 2 * time.Minute
 	fakeShutdownBudget = 2 * time.Second
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeAgentEnv) == "1" {
+		if len(os.Args) > 1 && os.Args[1] == "worker" {
+			os.Exit(runFakeWorker(os.Args[2:]))
+		}
 		os.Exit(runFakeAgent(os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -89,4 +96,48 @@ func runFakeAgent(args []string) int {
 		srv.Shutdown(ctx)
 		return 0
 	}
+}
+
+// runFakeWorker stands in for `strata worker --manager M,... --region R
+// --capacity N --id ID --log-level L` with the token in STRATA_TOKEN.
+func runFakeWorker(args []string) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	managers := fs.String("manager", "", "")
+	region := fs.String("region", "", "")
+	capacity := fs.Int("capacity", 0, "")
+	id := fs.String("id", "", "")
+	level := fs.String("log-level", "", "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *managers == "" || *id == "" {
+		fmt.Fprintf(os.Stderr, "fake worker: unexpected args %q (%v)\n", args, err)
+		return 2
+	}
+	token := os.Getenv(workerTokenEnv)
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, strataEnvPrefix) && !strings.HasPrefix(kv, workerTokenEnv+"=") {
+			fmt.Fprintf(os.Stderr, "fake worker: inherited %s\n", kv)
+			return fakeStrataEnvExit
+		}
+	}
+	if os.Getenv(fakeExitEnv) == *id {
+		fmt.Fprintf(os.Stderr, "fake worker %s: exiting as told\n", *id)
+		return fakeExitStatus
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	fmt.Fprintf(os.Stderr, "fake worker %s: region=%s managers=%s capacity=%d log=%s token=%s\n",
+		*id, *region, *managers, *capacity, *level, token)
+	select {
+	case <-term:
+	case <-time.After(fakeLifetime):
+		return 0
+	}
+	first, _, _ := strings.Cut(*managers, ",")
+	c := http.Client{Timeout: fakeShutdownBudget}
+	resp, err := c.Get("http://" + first + "/livez")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fake worker %s: manager %s gone before the worker stopped: %v\n", *id, first, err)
+		return fakeNoManagerExit
+	}
+	resp.Body.Close()
+	return 0
 }

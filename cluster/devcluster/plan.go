@@ -21,6 +21,10 @@ const (
 	DefaultSubnetBase        = 10   // 127.0.10.x, 127.0.11.x, 127.0.12.x
 	DefaultBasePort          = 7100 // http; raft, gossip, wan and data plane follow
 	DefaultLogLevel          = "info"
+	// DefaultWorkerCapacity is each reference worker's capacity: with a
+	// couple of workers per region, the example job (4 workflows per
+	// region) runs at once.
+	DefaultWorkerCapacity = 8
 )
 
 // Limits of a plan.
@@ -36,6 +40,10 @@ const (
 	// minTokenLen mirrors the cluster package's rule, checked here so a
 	// short token is named once rather than once per node.
 	minTokenLen = 16
+	// maxWorkersPerRegion bounds the worker processes of one region.
+	maxWorkersPerRegion = 64
+	// maxWorkerCapacity mirrors the managers' limit on a worker's capacity.
+	maxWorkerCapacity = 1_000
 )
 
 func defaultRegions() []string { return []string{"use1", "euw1", "apse1"} }
@@ -75,6 +83,12 @@ type Options struct {
 	Token                string // the API token, bound to all tenants with every scope
 	ClusterToken         string // shared by all nodes for internal calls
 	LogLevel             string // debug, info, warn or error
+
+	// WorkersPerRegion reference workers (`strata worker`) run in each
+	// region, pointed at its managers; default none. Unlike nodes, their
+	// number may change between runs on one data directory.
+	WorkersPerRegion int
+	WorkerCapacity   int // each worker's capacity; default DefaultWorkerCapacity
 }
 
 // NodeSpec is one planned node: its config and where its files go.
@@ -107,6 +121,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = DefaultLogLevel
+	}
+	if o.WorkerCapacity == 0 {
+		o.WorkerCapacity = DefaultWorkerCapacity
 	}
 	return o
 }
@@ -161,6 +178,12 @@ func (o Options) validate(withTokens bool) error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log level %q: want debug, info, warn or error", o.LogLevel)
+	}
+	if o.WorkersPerRegion < 0 || o.WorkersPerRegion > maxWorkersPerRegion {
+		bad("workers per region %d: must be 0..%d", o.WorkersPerRegion, maxWorkersPerRegion)
+	}
+	if o.WorkerCapacity < 1 || o.WorkerCapacity > maxWorkerCapacity {
+		bad("worker capacity %d: must be 1..%d", o.WorkerCapacity, maxWorkerCapacity)
 	}
 	if len(errs) == 0 {
 		return nil

@@ -211,6 +211,10 @@ func TestPlan_RejectsBadOptions(t *testing.T) {
 		{"bad log level", func(o *Options) { o.LogLevel = "loud" }, `log level "loud"`},
 		{"no token", func(o *Options) { o.Token = "" }, "token: at least 16"},
 		{"short cluster token", func(o *Options) { o.ClusterToken = "short" }, "cluster token: at least 16"},
+		{"negative workers", func(o *Options) { o.WorkersPerRegion = -1 }, "workers per region -1"},
+		{"too many workers", func(o *Options) { o.WorkersPerRegion = maxWorkersPerRegion + 1 }, "workers per region 65"},
+		{"negative worker capacity", func(o *Options) { o.WorkerCapacity = -2 }, "worker capacity -2"},
+		{"worker capacity over the limit", func(o *Options) { o.WorkerCapacity = 1001 }, "worker capacity 1001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,5 +237,51 @@ func TestPlan_SmallestClusterIsValid(t *testing.T) {
 	}
 	if len(specs) != 2 || specs[0].Config.BootstrapExpect != 1 || specs[1].Config.BootstrapExpect != 1 || len(specs[0].Config.JoinWAN) != 0 {
 		t.Fatalf("plan %+v", specs)
+	}
+}
+
+func TestPlanWorkers_PerRegionAtItsManagers(t *testing.T) {
+	o := testOptions("/d")
+	o.WorkersPerRegion, o.LogLevel = 2, "debug"
+	specs, err := Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workers, err := PlanWorkers(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, w := range workers {
+		ids = append(ids, w.ID)
+		var managers []string
+		for _, s := range specs {
+			if s.Config.Role == cluster.RoleManager && s.Config.Region == w.Region {
+				managers = append(managers, s.Config.HTTPAddr)
+			}
+		}
+		if !slices.Equal(w.Managers, managers) || len(managers) != DefaultManagersPerRegion {
+			t.Errorf("%s: managers %v, want its region's %v", w.ID, w.Managers, managers)
+		}
+		if w.Capacity != DefaultWorkerCapacity || w.Dir != filepath.Join("/d", w.ID) || w.LogPath != filepath.Join("/d", w.ID, "worker.log") {
+			t.Errorf("%s: %+v", w.ID, w)
+		}
+	}
+	want := []string{"w-use1-1", "w-use1-2", "w-euw1-1", "w-euw1-2", "w-apse1-1", "w-apse1-2"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("ids = %v, want %v", ids, want)
+	}
+	args := strings.Join(workers[2].Args(), " ")
+	wantArgs := "worker --manager 127.0.11.2:7100,127.0.11.3:7100,127.0.11.4:7100 --region euw1 --capacity 8 --id w-euw1-1 --log-level debug"
+	if args != wantArgs {
+		t.Errorf("args = %s\nwant   %s", args, wantArgs)
+	}
+	if strings.Contains(args, testToken) {
+		t.Error("the token is on the command line")
+	}
+
+	o.WorkersPerRegion = 0
+	if none, err := PlanWorkers(o); err != nil || len(none) != 0 {
+		t.Fatalf("no workers asked: %v, %v", none, err)
 	}
 }

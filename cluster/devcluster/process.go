@@ -31,25 +31,26 @@ type process struct {
 	stopping bool
 }
 
-// startProcess runs `binary agent --config FILE` for s, output appended to
-// its log. The returned process is running; a goroutine reaps it.
-func startProcess(binary string, env []string, s NodeSpec) (*process, error) {
-	logFile, err := os.OpenFile(s.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, privateFileMode)
+// startProcess runs `binary args...` in dir for who ("node use1-gate1",
+// "worker w-use1-1"), output appended to logPath. The returned process is
+// running; a goroutine reaps it.
+func startProcess(binary string, args, env []string, who, dir, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, privateFileMode)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: open log: %w", s.ID(), err)
+		return nil, fmt.Errorf("%s: open log: %w", who, err)
 	}
 	// The child holds its own descriptor; ours closes once it has started.
 	defer logFile.Close()
-	cmd := exec.Command(binary, "agent", "--config", s.ConfigPath)
-	cmd.Dir = s.Dir
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("node %s: start %s: %w", s.ID(), binary, err)
+		return nil, fmt.Errorf("%s: start %s: %w", who, binary, err)
 	}
-	p := &process{cmd: cmd, logPath: s.LogPath, done: make(chan struct{})}
+	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		p.state = cmd.ProcessState

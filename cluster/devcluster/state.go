@@ -210,12 +210,15 @@ func shapeDiff(recorded, planned api.ClusterNode) string {
 	return ""
 }
 
-// clusterFileOf describes the planned nodes as cluster.json does; a node
-// missing from pids is not running (pid 0).
-func clusterFileOf(dataDir, token string, specs []NodeSpec, pids map[string]int) api.ClusterFile {
+// clusterFileOf describes the planned nodes and workers as cluster.json
+// does; one missing from pids is not running (pid 0).
+func clusterFileOf(dataDir, token string, specs []NodeSpec, workers []WorkerSpec, pids map[string]int) api.ClusterFile {
 	f := api.ClusterFile{DataDir: dataDir, Token: token, Nodes: make([]api.ClusterNode, 0, len(specs))}
 	for _, s := range specs {
 		f.Nodes = append(f.Nodes, clusterNode(s, pids[s.ID()]))
+	}
+	for _, w := range workers {
+		f.Workers = append(f.Workers, workerNode(w, pids[w.ID]))
 	}
 	return f
 }

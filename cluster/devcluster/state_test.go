@@ -115,7 +115,7 @@ func TestLoadSecrets_CorruptFileIsNamed(t *testing.T) {
 
 func writeClusterJSON(t *testing.T, dir string, specs []NodeSpec) {
 	t.Helper()
-	f := clusterFileOf(dir, testToken, specs, nil)
+	f := clusterFileOf(dir, testToken, specs, nil, nil)
 	b, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,9 @@ func FuzzDecodeSecrets(f *testing.F) {
 func FuzzDecodeClusterFile(f *testing.F) {
 	o := testOptions("/d")
 	specs, _ := Plan(o)
-	seed, _ := json.Marshal(clusterFileOf("/d", testToken, specs, map[string]int{"use1-gate1": 42}))
+	o.WorkersPerRegion = 1
+	workers, _ := PlanWorkers(o)
+	seed, _ := json.Marshal(clusterFileOf("/d", testToken, specs, workers, map[string]int{"use1-gate1": 42, "w-euw1-1": 43}))
 	f.Add(seed)
 	f.Add([]byte(`{"nodes":[{"node_id":"x","pid":-1}]}`))
 	f.Add([]byte(`null`))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-ledger/strata/cluster"
 	"github.com/strata-ledger/strata/cluster/devcluster"
@@ -26,6 +28,10 @@ const devReadyTimeout = 2 * time.Minute
 // devJobExample is the first thing to try once the cluster is up.
 const devJobExample = "strata job submit --tenant demo --region use1,euw1,apse1 --workflow name=checkout,count=4,duration=30s,rate=200"
 
+// devWorkersPerRegion is --workers' default: enough slots for the example
+// job (4 workflows per region) to run at once.
+const devWorkersPerRegion = 2
+
 type devFlags struct {
 	dataDir              string
 	wanLatency           time.Duration
@@ -33,38 +39,64 @@ type devFlags struct {
 	enableFaultInjection bool
 	logLevel             string
 	readyTimeout         time.Duration
-	// --workers N (reference workers per region) arrives with the worker.
+	workers              int // reference workers per region
+	workerCapacity       int
 }
 
 func newDevCmd() *cobra.Command {
 	var f devFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run a local multi-region cluster: 3 regions of 1 gate and 3 managers, one agent process each",
+		Short: "Run a local multi-region cluster: 3 regions of 1 gate, 3 managers and reference workers, one process each",
 		Long: `dev starts a whole Strata cluster on this machine: regions use1, euw1 and
 apse1, each with one gate and three managers, every node a separate
-` + "`strata agent`" + ` process on its own loopback IP (127.0.SUBNET+r.n). It
-prints the nodes and an API token, writes DATA/cluster.json, and runs until
-Ctrl-C, which stops every node cleanly. A node that dies is reported, not
-restarted: kill -9 one to watch the cluster heal. Running dev again on the
-same --data restarts the same cluster with the same token.`,
+` + "`strata agent`" + ` process on its own loopback IP (127.0.SUBNET+r.n), and
+--workers reference workers per region (` + "`strata worker`" + `, ids
+w-REGION-N), so a job submitted to it runs to completion. It prints the
+nodes and an API token, writes DATA/cluster.json (nodes, workers, pids),
+and runs until Ctrl-C, which stops the workers, then every node, cleanly.
+A node or worker that dies is reported, not restarted: kill -9 one to
+watch the cluster heal. Running dev again on the same --data restarts the
+same cluster with the same token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
-	fs := cmd.Flags()
+	addDevFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// addDevFlags declares dev's flags, bound to f.
+func addDevFlags(fs *pflag.FlagSet, f *devFlags) {
 	fs.StringVar(&f.dataDir, "data", "./.strata-dev", "data directory of the cluster")
 	fs.DurationVar(&f.wanLatency, "wan-latency", 50*time.Millisecond, "latency added to traffic between regions")
 	fs.IntVar(&f.subnet, "subnet", devcluster.DefaultSubnetBase, "region r listens on 127.0.(subnet+r).0/24")
 	fs.BoolVar(&f.enableFaultInjection, "enable-fault-injection", false, "serve the fault-injection endpoint on every node")
 	fs.StringVar(&f.logLevel, "log-level", devcluster.DefaultLogLevel, "node log level: debug, info, warn or error")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", devReadyTimeout, "how long to wait for every node to be ready")
-	return cmd
+	fs.IntVar(&f.workers, "workers", devWorkersPerRegion, "reference workers per region (0: none)")
+	fs.IntVar(&f.workerCapacity, "worker-capacity", devcluster.DefaultWorkerCapacity, "workflows each worker runs at once")
+}
+
+// options turns the flags into the cluster's options.
+func (f devFlags) options() devcluster.Options {
+	return devcluster.Options{
+		DataDir:              f.dataDir,
+		SubnetBase:           f.subnet,
+		WANLatency:           f.wanLatency,
+		EnableFaultInjection: f.enableFaultInjection,
+		LogLevel:             f.logLevel,
+		WorkersPerRegion:     f.workers,
+		WorkerCapacity:       f.workerCapacity,
+	}
 }
 
 // runDev starts the cluster, waits for a signal and stops it.
 func runDev(ctx context.Context, out, errOut io.Writer, f devFlags) error {
+	if f.workerCapacity == 0 { // to devcluster, 0 would mean its default
+		return usageError{errors.New("--worker-capacity 0: a worker runs at least one workflow")}
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("dev: find the strata binary: %w", err)
@@ -73,17 +105,11 @@ func runDev(ctx context.Context, out, errOut io.Writer, f devFlags) error {
 	defer stopSignals()
 	var running atomic.Bool // Start reports exits during startup itself
 	c, err := devcluster.New(devcluster.Config{
-		Options: devcluster.Options{
-			DataDir:              f.dataDir,
-			SubnetBase:           f.subnet,
-			WANLatency:           f.wanLatency,
-			EnableFaultInjection: f.enableFaultInjection,
-			LogLevel:             f.logLevel,
-		},
-		Binary: bin,
+		Options: f.options(),
+		Binary:  bin,
 		OnExit: func(e devcluster.Exit) {
 			if running.Load() {
-				fmt.Fprintf(errOut, "node %s exited unexpectedly (%s); the others keep running; log: %s\n", e.NodeID, e.Status, e.LogPath)
+				fmt.Fprintf(errOut, "%s exited unexpectedly (%s); the others keep running; log: %s\n", e.NodeID, e.Status, e.LogPath)
 			}
 		},
 	})
@@ -93,7 +119,7 @@ func runDev(ctx context.Context, out, errOut io.Writer, f devFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "starting %d nodes in %s ...\n", len(c.Nodes()), c.DataDir())
+	fmt.Fprintf(out, "starting %d nodes and %d workers in %s ...\n", len(c.Nodes()), len(c.Workers()), c.DataDir())
 	startCtx, cancel := context.WithTimeout(ctx, f.readyTimeout)
 	err = c.Start(startCtx)
 	cancel()
@@ -125,6 +151,10 @@ func printDevCluster(out io.Writer, c *devcluster.Cluster) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\thttp://%s\n", n.ID(), n.Config.Role, n.Config.Region, n.Config.HTTPAddr)
 	}
 	tw.Flush()
+	if ws := c.Workers(); len(ws) > 0 {
+		fmt.Fprintf(out, "\nworkers: %d per region, capacity %d each (w-REGION-N; logs: DATA/w-REGION-N/worker.log)\n",
+			len(ws)/len(regionsOf(c)), ws[0].Capacity)
+	}
 	var gates []string // the CLI fails over between them
 	for _, n := range c.Nodes() {
 		if n.Config.Role == cluster.RoleGate {
@@ -134,4 +164,15 @@ func printDevCluster(out io.Writer, c *devcluster.Cluster) {
 	fmt.Fprintf(out, "\ntoken: %s\ncluster file: %s\n\n", c.Token(), c.ClusterFilePath())
 	fmt.Fprintf(out, "  export STRATA_ADDR=%s STRATA_TOKEN=%s\n", strings.Join(gates, ","), c.Token())
 	fmt.Fprintf(out, "  %s\n\nCtrl-C stops the cluster.\n", devJobExample)
+}
+
+// regionsOf lists the cluster's regions.
+func regionsOf(c *devcluster.Cluster) []string {
+	var regions []string
+	for _, n := range c.Nodes() {
+		if !slices.Contains(regions, n.Config.Region) {
+			regions = append(regions, n.Config.Region)
+		}
+	}
+	return regions
 }

@@ -4,6 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/strata-ledger/strata/cluster/devcluster"
 )
 
 func TestDev_BadOptionsAreUsageErrorsAndCreateNothing(t *testing.T) {
@@ -16,6 +20,10 @@ func TestDev_BadOptionsAreUsageErrorsAndCreateNothing(t *testing.T) {
 		{"bad log level", []string{"dev", "--data", dir, "--log-level", "loud"}},
 		{"negative wan latency", []string{"dev", "--data", dir, "--wan-latency", "-1s"}},
 		{"stray argument", []string{"dev", "--data", dir, "extra"}},
+		{"negative workers", []string{"dev", "--data", dir, "--workers", "-1"}},
+		{"too many workers", []string{"dev", "--data", dir, "--workers", "1000"}},
+		{"zero worker capacity", []string{"dev", "--data", dir, "--worker-capacity", "0"}},
+		{"worker capacity over the limit", []string{"dev", "--data", dir, "--worker-capacity", "1001"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -24,6 +32,37 @@ func TestDev_BadOptionsAreUsageErrorsAndCreateNothing(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); err == nil {
 				t.Fatalf("%s was created", dir)
+			}
+		})
+	}
+}
+
+func TestDev_WorkersFlags(t *testing.T) {
+	tests := []struct {
+		name              string
+		args              []string
+		workers, capacity int
+	}{
+		{"defaults: enough workers for the example job", nil, 2, devcluster.DefaultWorkerCapacity},
+		{"set", []string{"--workers", "3", "--worker-capacity", "5"}, 3, 5},
+		{"none", []string{"--workers", "0"}, 0, devcluster.DefaultWorkerCapacity},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f devFlags
+			fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
+			addDevFlags(fs, &f)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			o := f.options()
+			if o.WorkersPerRegion != tt.workers || o.WorkerCapacity != tt.capacity {
+				t.Fatalf("options: %d workers of capacity %d, want %d of %d", o.WorkersPerRegion, o.WorkerCapacity, tt.workers, tt.capacity)
+			}
+			o.DataDir, o.Token, o.ClusterToken = t.TempDir(), testToken, testToken
+			ws, err := devcluster.PlanWorkers(o)
+			if err != nil || len(ws) != 3*tt.workers {
+				t.Fatalf("plan: %d workers (%v), want %d per region", len(ws), err, tt.workers)
 			}
 		})
 	}

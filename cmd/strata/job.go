@@ -24,7 +24,8 @@ func newJobCmd() *cobra.Command {
 		Short: "Submit, inspect and cancel jobs",
 	}
 	f := addClientFlags(cmd)
-	cmd.AddCommand(newJobSubmitCmd(f), newJobStatusCmd(f), newJobListCmd(f), newJobCancelCmd(f), newJobEventsCmd(f))
+	cmd.AddCommand(newJobSubmitCmd(f), newJobStatusCmd(f), newJobListCmd(f), newJobCancelCmd(f), newJobEventsCmd(f),
+		newJobWatchCmd(f))
 	return cmd
 }
 

@@ -37,6 +37,11 @@ func run(args []string) int {
 		return exitOK
 	}
 	fmt.Fprintln(os.Stderr, "strata:", err)
+	// A command may choose its exit code (job watch: the job's outcome).
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return exitUsage
@@ -58,6 +63,7 @@ func newRootCmd() *cobra.Command {
 		newWALCmd(),
 		newAgentCmd(),
 		newDevCmd(),
+		newWorkerCmd(),
 		newJobCmd(),
 		newMembersCmd(),
 		newRaftCmd(),

@@ -50,12 +50,16 @@ func TestMain(m *testing.M) {
 // startCluster starts a dev cluster on 127.0.<subnet..subnet+2>.x and
 // stops it at cleanup (its logs are kept on failure).
 func startCluster(t *testing.T, subnet int) *devcluster.Cluster {
+	return startClusterWith(t, devcluster.Options{SubnetBase: subnet, EnableFaultInjection: true, LogLevel: "info"}, nil)
+}
+
+// startClusterWith starts a dev cluster with opts (its data in a test
+// directory) and env added to every process's environment.
+func startClusterWith(t *testing.T, opts devcluster.Options, env []string) *devcluster.Cluster {
 	t.Helper()
 	dir := t.TempDir()
-	c, err := devcluster.New(devcluster.Config{
-		Options: devcluster.Options{DataDir: dir, SubnetBase: subnet, EnableFaultInjection: true, LogLevel: "info"},
-		Binary:  binary,
-	})
+	opts.DataDir = dir
+	c, err := devcluster.New(devcluster.Config{Options: opts, Binary: binary, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,6 +191,8 @@ type RaftGroup struct {
 	// Watermarks are the node's NodeWAL LSNs: "last" appended and the
 	// highest LSN at or below which every record reached each level.
 	Watermarks map[string]uint64 `json:"watermarks"`
+	// Forwarder is set on a regional leader.
+	Forwarder *ForwarderStatus `json:"forwarder,omitempty"`
 }
 
 // RaftStatus is the answer to GET /v1/cluster/raft.
@@ -233,9 +235,15 @@ type ClusterFile struct {
 	DataDir string        `json:"data_dir"`
 	Token   string        `json:"token"`
 	Nodes   []ClusterNode `json:"nodes"`
+	// Workers are the reference workers `strata dev --workers` runs: role
+	// "worker", region, data dir and pid, no addresses. They are apart
+	// from Nodes so a reader that knows only nodes (an older CLI) still
+	// reads the file, and so the number of workers may change between
+	// runs of one cluster.
+	Workers []ClusterNode `json:"workers,omitempty"`
 }
 
-// ClusterNode is one node of a ClusterFile.
+// ClusterNode is one node (or worker) of a ClusterFile.
 type ClusterNode struct {
 	NodeID        string `json:"node_id"`
 	Role          string `json:"role"`
@@ -247,4 +255,33 @@ type ClusterNode struct {
 	DataPlaneAddr string `json:"data_plane_addr,omitempty"`
 	DataDir       string `json:"data_dir"`
 	PID           int    `json:"pid"`
+}
+
+// ForwarderStatus is a regional leader's forwarder towards the global
+// ledger (DESIGN §4), in GET /v1/cluster/raft.
+type ForwarderStatus struct {
+	// Breaker is closed, open or half-open.
+	Breaker string `json:"breaker"`
+	// HalfOpenAt is when an open breaker lets its probe through.
+	HalfOpenAt string `json:"half_open_at,omitempty"`
+	// QueueDepth counts the events read ahead and waiting for delivery.
+	QueueDepth      int    `json:"queue_depth"`
+	OldestQueuedHLC string `json:"oldest_queued_hlc,omitempty"`
+	LastError       string `json:"last_error,omitempty"`
+}
+
+// ChainVerification is the answer of GET /v1/chain/verify: the tenant's
+// chain head after every link was recomputed.
+type ChainVerification struct {
+	Tenant   string `json:"tenant"`
+	Seq      uint64 `json:"seq"`
+	Link     string `json:"link"`
+	Verified bool   `json:"verified"`
+}
+
+// WorkflowList is the answer of GET /v1/jobs/{id}/workflows: the job's
+// workflows in the answering manager's region.
+type WorkflowList struct {
+	Region    string              `json:"region"`
+	Workflows []fsm.WorkflowState `json:"workflows"`
 }

@@ -234,3 +234,36 @@ func result[T any](out *T, meta ResponseMeta, err error) (*T, ResponseMeta, erro
 	}
 	return out, meta, nil
 }
+
+// VerifyChain recomputes a tenant's audit chain on the answering gate
+// (GET /v1/chain/verify). A broken chain is an *Error with status 409
+// naming the first broken link.
+func (c *Client) VerifyChain(ctx context.Context, tenant string, ro ReadOptions) (*ChainVerification, ResponseMeta, error) {
+	q, err := readQuery(ro)
+	if err == nil {
+		err = checkID("tenant", tenant)
+	}
+	if err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	q.Set("tenant", tenant)
+	var out ChainVerification
+	meta, err := c.do(ctx, c.read("/v1/chain/verify", q, ro), &out)
+	return result(&out, meta, err)
+}
+
+// JobWorkflows lists a job's workflows in the region of the answering
+// manager (GET /v1/jobs/{id}/workflows; a gate forwards it to a manager of
+// its region).
+func (c *Client) JobWorkflows(ctx context.Context, id string, ro ReadOptions) (*WorkflowList, ResponseMeta, error) {
+	q, err := readQuery(ro)
+	if err == nil {
+		err = checkID("job id", id)
+	}
+	if err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	var out WorkflowList
+	meta, err := c.do(ctx, c.read("/v1/jobs/"+url.PathEscape(id)+"/workflows", q, ro), &out)
+	return result(&out, meta, err)
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -118,9 +119,14 @@ type WorkflowEndRequest struct {
 	Error      string    `json:"error,omitempty"`
 }
 
-// WorkerReportResponse answers progress, complete and fail: one outcome per
-// workflow ("applied", "duplicate", or the rejection's error code, e.g.
-// "stale_fence" when the lease moved on).
+// WorkerReportResponse answers progress, complete and fail: in request
+// order, one result per workflow whose outcome is known: "applied",
+// "duplicate" (already recorded under this lease), or "rejected" with the
+// ledger's error code, e.g. "stale_fence" when the lease moved on,
+// "worker_mismatch" when another worker holds it, "unknown_workflow",
+// "illegal_transition" when it is no longer leased. A workflow without a
+// result was acknowledged below REGIONAL (durability local or none): its
+// report is written and climbs to the ledger.
 type WorkerReportResponse struct {
 	Results []WorkerReportResult `json:"results"`
 	WriteResponse
@@ -176,13 +182,20 @@ func (c *Client) Leases(ctx context.Context, id string, index uint64, wait time.
 	if err := checkID("worker id", id); err != nil {
 		return nil, ResponseMeta{}, err
 	}
+	if wait < 0 || wait > MaxLeaseWait {
+		return nil, ResponseMeta{}, fmt.Errorf("lease wait %s: want 0 (the manager's default, %s) up to %s", wait, DefaultLeaseWait, MaxLeaseWait)
+	}
 	q := url.Values{"index": {strconv.FormatUint(index, 10)}}
+	poll := DefaultLeaseWait
 	if wait > 0 {
 		q.Set("wait", wait.String())
+		poll = wait
 	}
 	var out LeaseList
+	// The attempt's timeout covers the manager's wait (its default when
+	// none is sent) on top of the ordinary round trip.
 	meta, err := c.do(ctx, request{method: http.MethodGet, path: workerPath(id, "leases"), query: q, retrySafe: true,
-		timeout: wait + c.timeout}, &out)
+		timeout: poll + c.timeout}, &out)
 	return result(&out, meta, err)
 }
 
@@ -216,5 +229,13 @@ func (c *Client) workerWrite(ctx context.Context, id, suffix string, body any, w
 	return result(&out, meta, err)
 }
 
-// MaxLeaseWait bounds a leases long-poll.
-const MaxLeaseWait = 30 * time.Second
+// Lease long-poll bounds: a manager waits DefaultLeaseWait when the call
+// names no wait, and refuses a wait above MaxLeaseWait.
+const (
+	DefaultLeaseWait = 10 * time.Second
+	MaxLeaseWait     = 30 * time.Second
+)
+
+// CodeUnknownWorker is the error code of a worker call naming a worker the
+// region's ledger does not hold as active: the worker registers again.
+const CodeUnknownWorker = "unknown_worker"

@@ -1,0 +1,47 @@
+package cluster
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// handleVerifyChain recomputes a tenant's audit chain on this node
+// (GET /v1/chain/verify?tenant=, DESIGN §9): 200 with the head when every
+// link verifies, 409 with the first broken link otherwise. Served by
+// gates (the global ledger's chain); a manager forwards it to its
+// region's gate like every job read.
+func (n *Node) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok || n.forwardJobCall(w, r) {
+		return
+	}
+	tenant := r.URL.Query().Get("tenant")
+	if tenant == "" {
+		writeError(w, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "tenant is required",
+			Details: map[string]any{"field": "tenant"}})
+		return
+	}
+	if !p.Allows(ScopeJobsRead, tenant) {
+		writeError(w, forbidden(p, ScopeJobsRead, tenant))
+		return
+	}
+	if !n.readPrelude(w, r) {
+		return
+	}
+	head, err := n.ledger.VerifyChain(tenant)
+	var ce *fsm.ChainError
+	switch {
+	case errors.As(err, &ce):
+		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: ce.Error(),
+			Details: map[string]any{"seq": ce.Seq, "event_id": ce.EventID.String(), "job_id": ce.JobID}})
+		return
+	case err != nil:
+		writeError(w, readError(err))
+		return
+	}
+	n.setReadHeaders(w)
+	writeJSON(w, http.StatusOK, api.ChainVerification{Tenant: tenant, Seq: head.Seq, Link: head.Link.String(), Verified: true})
+}

@@ -1,0 +1,361 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/gossip"
+)
+
+// GET /v1/jobs/{id}/watch: the job's state as server-sent events. A gate
+// streams its own applied state (an eventual read; consistency=session
+// makes the first state include the caller's write): one `event: state`
+// now, another whenever an applied entry changed the job, a keepalive
+// comment while nothing does, and the end of the stream after the job's
+// terminal state. A manager relays the stream of a gate of its region.
+
+// Watch limits.
+const (
+	// MaxWatchers bounds one node's concurrent watch streams (each holds
+	// a goroutine and a connection; a manager's relays count too).
+	MaxWatchers = 1024
+	// MaxWatchLifetime ends a stream after this long, so no stream is
+	// forever; the client reconnects and gets the current state first.
+	MaxWatchLifetime = time.Hour
+	// watchKeepalive is the comment interval of a quiet stream.
+	watchKeepalive = api.WatchKeepalive
+	// watchMinInterval spaces a stream's ledger reads: a node applying
+	// thousands of entries a second costs each watcher at most one read
+	// per interval, and a change is still seen within it.
+	watchMinInterval = 100 * time.Millisecond
+	// watchWriteTimeout bounds one write to a watcher: a client that
+	// stops reading loses its stream instead of holding it.
+	watchWriteTimeout = 10 * time.Second
+)
+
+// watchSet counts a node's watch streams and ends them all when the HTTP
+// server shuts down (a drain waits for in-flight requests, and a stream
+// would otherwise hold the drain for its whole timeout).
+type watchSet struct {
+	active atomic.Int64
+	limit  atomic.Int64 // 0: MaxWatchers; tests lower it
+	once   sync.Once
+	ctx    context.Context
+}
+
+// acquire takes a stream slot; false when the node has MaxWatchers.
+func (ws *watchSet) acquire() bool {
+	limit := ws.limit.Load()
+	if limit == 0 {
+		limit = MaxWatchers
+	}
+	if ws.active.Add(1) > limit {
+		ws.active.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (ws *watchSet) release() { ws.active.Add(-1) }
+
+// watchContext is r's context, also ended by the node's close, the HTTP
+// server's shutdown and MaxWatchLifetime.
+func (n *Node) watchContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ws := &n.watches
+	ws.once.Do(func() {
+		ctx, cancel := context.WithCancel(n.ctx)
+		ws.ctx = ctx
+		n.srv.RegisterOnShutdown(cancel)
+	})
+	ctx, cancel := context.WithTimeout(r.Context(), MaxWatchLifetime)
+	stop := context.AfterFunc(ws.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func (n *Node) handleWatchJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := n.principal(w, r)
+	if !ok {
+		return
+	}
+	id, ok := jobIDParam(w, r)
+	if !ok {
+		return
+	}
+	if !n.watches.acquire() {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s already serves %d watch streams; try another node", n.cfg.NodeID, MaxWatchers)})
+		return
+	}
+	defer n.watches.release()
+	ctx, cancel := n.watchContext(r)
+	defer cancel()
+	if n.cfg.Role != RoleGate {
+		n.relayWatch(ctx, w, r)
+		return
+	}
+	if !n.watchPrelude(w, r) {
+		return
+	}
+	index, moved := n.applied.current()
+	s, err := n.jobFor(p, id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	n.streamJob(ctx, w, s, index, moved)
+}
+
+// watchPrelude accepts consistency=eventual (the default of a watch) or
+// session, and waits for the session's index; false when it answered.
+func (n *Node) watchPrelude(w http.ResponseWriter, r *http.Request) bool {
+	switch c := r.URL.Query().Get(api.ParamConsistency); c {
+	case "", api.ConsistencyEventual, api.ConsistencySession:
+	default:
+		writeError(w, badRequest("consistency %q: a watch streams the serving node's applied state; use eventual or session", c))
+		return false
+	}
+	o, err := n.parseReadOpts(r)
+	if err != nil {
+		writeError(w, err)
+		return false
+	}
+	if o.consistency != api.ConsistencySession {
+		o.consistency = api.ConsistencyEventual
+	}
+	return n.prepareRead(w, r, o)
+}
+
+// streamJob sends s (read at applied index or later) and every change of
+// its job until the job ends, ctx ends or a write fails.
+func (n *Node) streamJob(ctx context.Context, w http.ResponseWriter, s *fsm.JobState, index uint64, moved <-chan struct{}) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // reverse proxies: do not buffer
+	n.setReadHeaders(w)
+	w.WriteHeader(http.StatusOK)
+	sw := newSSEWriter(w)
+	defer sw.close()
+	if err := sw.state(s, index); err != nil || s.Status.Terminal() {
+		return
+	}
+	keepalive := time.NewTimer(watchKeepalive)
+	defer keepalive.Stop()
+	lastRead := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-keepalive.C:
+			if sw.comment("keepalive") != nil {
+				return
+			}
+			keepalive.Reset(watchKeepalive)
+			continue
+		case <-moved:
+		}
+		if wait := watchMinInterval - time.Since(lastRead); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		index, moved = n.applied.current()
+		cur, err := n.ledger.JobByID(s.JobID)
+		lastRead = time.Now()
+		if err != nil {
+			// A job does not vanish; a store failure ends the stream and
+			// the client reconnects (perhaps elsewhere).
+			n.log.Warn("watch: read job", "job", s.JobID, "err", err)
+			return
+		}
+		if !jobChanged(s, cur) {
+			continue
+		}
+		s = cur
+		if sw.state(s, index) != nil || s.Status.Terminal() {
+			return
+		}
+		keepalive.Reset(watchKeepalive)
+	}
+}
+
+// jobChanged says whether a stream must send cur after prev: a job
+// changes only by events, which move its count, last event or HLC.
+func jobChanged(prev, cur *fsm.JobState) bool {
+	return cur.Events != prev.Events || cur.Last != prev.Last || cur.HLC != prev.HLC
+}
+
+// sseWriter writes events to a watcher, each bounded by watchWriteTimeout
+// and flushed through the instrument wrapper (ResponseController).
+type sseWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+func (s *sseWriter) state(st *fsm.JobState, index uint64) error {
+	data, err := st.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	s.buf = appendSSE(s.buf[:0], api.WatchEventState, strconv.FormatUint(index, 10), data)
+	return s.send(s.buf)
+}
+
+func (s *sseWriter) comment(text string) error {
+	s.buf = append(append(append(s.buf[:0], ": "...), text...), "\n\n"...)
+	return s.send(s.buf)
+}
+
+func (s *sseWriter) send(b []byte) error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
+	return nil
+}
+
+// close clears the write deadline: the connection may serve another
+// request after this one.
+func (s *sseWriter) close() { _ = s.rc.SetWriteDeadline(time.Time{}) }
+
+// appendSSE formats one event: event, id, then one data line per line of
+// data (an SSE data line cannot hold a newline), then the blank line.
+func appendSSE(b []byte, event, id string, data []byte) []byte {
+	b = append(append(append(b, "event: "...), event...), '\n')
+	b = append(append(append(b, "id: "...), id...), '\n')
+	for {
+		line, rest, more := strings.Cut(string(data), "\n")
+		b = append(append(append(b, "data: "...), line...), '\n')
+		if !more {
+			break
+		}
+		data = []byte(rest)
+	}
+	return append(b, '\n')
+}
+
+// relayWatch sends a watch that reached a manager to a gate of its region
+// and relays the stream as it comes (n.proxy buffers through a client
+// with a whole-call timeout, which would cut a stream).
+func (n *Node) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	hops := r.Header.Values(api.HeaderForwardedBy)
+	if len(hops) >= maxForwardHops || slices.Contains(hops, n.cfg.NodeID) {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s cannot serve this watch and it was already forwarded by %s", n.cfg.NodeID, strings.Join(hops, ", "))})
+		return
+	}
+	peers := n.lanPeers(gossip.RoleGate, n.cfg.Region)
+	if len(peers) == 0 {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: fmt.Sprintf("node %s (%s) forwards watches to a gate of region %s, and none is alive", n.cfg.NodeID, n.cfg.Role, n.cfg.Region)})
+		return
+	}
+	start := int(time.Now().UnixNano() % int64(len(peers)))
+	var failures []string
+	for i := range peers {
+		addr := peers[(start+i)%len(peers)].Meta.APIAddr
+		resp, err := n.openWatch(ctx, r, addr, hops)
+		if err != nil {
+			failures = append(failures, addr+": "+err.Error())
+			continue
+		}
+		defer resp.Body.Close()
+		relayStream(w, resp)
+		return
+	}
+	writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		Message: fmt.Sprintf("node %s forwarded the watch to the gates of region %s: %s", n.cfg.NodeID, n.cfg.Region, strings.Join(failures, "; "))})
+}
+
+// openWatch sends r to addr; the answer's headers must come within
+// nodeHTTPTimeout, the stream then lasts as long as ctx.
+func (n *Node) openWatch(ctx context.Context, r *http.Request, addr string, hops []string) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, h := range []string{"Authorization", "Accept", api.HeaderSession} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	for _, h := range hops {
+		req.Header.Add(api.HeaderForwardedBy, h)
+	}
+	req.Header.Add(api.HeaderForwardedBy, n.cfg.NodeID)
+	headers := time.AfterFunc(nodeHTTPTimeout, cancel)
+	resp, err := (&http.Client{Transport: n.httpc.Transport}).Do(req)
+	if err != nil || !headers.Stop() {
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("no answer within %s", nodeHTTPTimeout)
+		}
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases a relayed request's context with its body.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// relayStream copies the gate's answer to the watcher, flushing every
+// chunk as it arrives; an error answer is copied whole (bounded).
+func relayStream(w http.ResponseWriter, resp *http.Response) {
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(w, io.LimitReader(resp.Body, maxProxyResponse))
+		return
+	}
+	sw := newSSEWriter(w)
+	defer sw.close()
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := resp.Body.Read(buf)
+		if k > 0 && sw.send(buf[:k]) != nil {
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}

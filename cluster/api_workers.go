@@ -1,0 +1,271 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/gossip"
+)
+
+// The worker control plane (DESIGN §9, §10): heartbeat and lease
+// long-poll (here), registration (api_workers_register.go) and reports
+// (api_workers_report.go). Worker calls are served by the regional
+// leader, which keeps the workers' liveness (n.live) and the reconciler's
+// view (n.views): a gate forwards a worker call to a manager of its
+// region, a follower manager to its leader. Every call from a worker the
+// ledger holds as active renews its liveness. Nothing here waits on a
+// worker: each call answers as soon as the manager has done its part.
+
+// Worker API limits.
+const (
+	// MaxWorkerCapacity bounds a worker's capacity in concurrent
+	// workflows.
+	MaxWorkerCapacity = 1_000
+	// MaxRunningPerHeartbeat bounds the running list of one heartbeat: a
+	// worker never runs more than its capacity.
+	MaxRunningPerHeartbeat = MaxWorkerCapacity
+	// maxForwardedLeaseWait bounds the wait of a lease long-poll this
+	// node forwards, so the answer comes back within the node-to-node
+	// client's timeout (a shorter poll is harmless: the worker polls
+	// again).
+	maxForwardedLeaseWait = nodeHTTPTimeout - 5*time.Second
+	// maxWorkerIDTries bounds the draws of a generated worker id that is
+	// already in the ledger.
+	maxWorkerIDTries = 8
+	// workerLeftReason is the reason of a deregistration's WorkerLeft.
+	workerLeftReason = "deregistered"
+)
+
+// workerAuth authenticates a worker call: a jobs:write token for all
+// tenants (workers run every tenant's workflows).
+func (n *Node) workerAuth(w http.ResponseWriter, r *http.Request) bool {
+	p, ok := n.principal(w, r)
+	if !ok {
+		return false
+	}
+	if !p.Allows(ScopeJobsWrite, AllTenants) {
+		ae := forbidden(p, ScopeJobsWrite, "")
+		if p.Tenant != AllTenants {
+			ae.Message = fmt.Sprintf("token %s is bound to tenant %q: worker calls need a %s token for all tenants", p.Name, p.Tenant, ScopeJobsWrite)
+		}
+		writeError(w, ae)
+		return false
+	}
+	return true
+}
+
+// forwardWorkerCall sends a worker call to the node that serves it: a gate
+// to a manager of its region, a follower manager to its leader. It returns
+// true when it did (or failed trying).
+func (n *Node) forwardWorkerCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	switch {
+	case n.cfg.Role == RoleGate:
+		n.forwardToRole(w, r, body, gossip.RoleManager)
+	case n.raft.Raft.State() != raft.Leader:
+		n.forwardToLeader(w, r, body, "worker calls are served by the regional leader")
+	default:
+		return false
+	}
+	return true
+}
+
+// workerPrelude is the common start of a worker call with a body:
+// authenticate, read the body, forward unless this node serves it.
+func (n *Node) workerPrelude(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if !n.workerAuth(w, r) {
+		return nil, false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	if n.forwardWorkerCall(w, r, body) {
+		return nil, false
+	}
+	return body, true
+}
+
+// workerIDParam reads the {id} of a worker path; a malformed id is a 400.
+func workerIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if err := checkWorkerID(id); err != nil {
+		writeError(w, err)
+		return "", false
+	}
+	return id, true
+}
+
+// unknownWorker is the 404 of a call naming a worker that is not active in
+// the region's ledger: the worker registers again.
+func (n *Node) unknownWorker(id string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Code: api.CodeUnknownWorker,
+		Message: fmt.Sprintf("worker %s is not registered with region %s: register again", id, n.cfg.Region),
+		Details: map[string]any{"worker": id}}
+}
+
+// activeWorker reads worker id from the ledger and touches its liveness;
+// a worker not active there is a 404.
+func (n *Node) activeWorker(id string) (*fsm.WorkerState, error) {
+	ws, err := n.ledgerWorker(id)
+	if err != nil {
+		return nil, err
+	}
+	if ws == nil || !ws.Active {
+		return nil, n.unknownWorker(id)
+	}
+	n.live.Touch(id)
+	return ws, nil
+}
+
+// handleHeartbeat is POST /v1/workers/{id}/heartbeat: it renews the
+// worker's liveness and tells it what to stop and how hard it may push.
+func (n *Node) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	body, ok := n.workerPrelude(w, r)
+	if !ok {
+		return
+	}
+	id, ok := workerIDParam(w, r)
+	if !ok {
+		return
+	}
+	var req api.HeartbeatRequest
+	if err := decodeStrictBytes(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkRunning(req.Running); err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := n.activeWorker(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	ids := make([]string, len(req.Running))
+	for i, rw := range req.Running {
+		ids[i] = rw.Workflow
+	}
+	wfs, err := n.ledgerWorkflows(ids)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.HeartbeatResponse{Stop: stopList(id, req.Running, wfs),
+		Backpressure: backpressureLevel(n.commitQueueFill()), AckWindow: fsm.Duration(n.cfg.WorkerAckWindow)})
+}
+
+// checkRunning refuses a heartbeat's running list that is too long or
+// names no workflow.
+func checkRunning(running []api.RunningWorkflow) error {
+	if len(running) > MaxRunningPerHeartbeat {
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("running lists %d workflows, limit %d", len(running), MaxRunningPerHeartbeat),
+			Details: map[string]any{"limit": MaxRunningPerHeartbeat}}
+	}
+	for i, rw := range running {
+		if err := checkWorkflowRef(fmt.Sprintf("running[%d]", i), rw.Workflow, rw.LeaseFence); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWorkflowRef refuses an empty or over-long workflow id and a lease
+// fence of 0 (leases start at 1). prefix names the element of a list
+// ("running[3]"), empty for a top-level field.
+func checkWorkflowRef(prefix, workflow string, fence uint64) error {
+	field := func(name string) string {
+		if prefix == "" {
+			return name
+		}
+		return prefix + "." + name
+	}
+	switch {
+	case workflow == "" || len(workflow) > fsm.MaxWorkflowIDBytes:
+		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			Message: fmt.Sprintf("%s: want a workflow id of 1..%d bytes", field("workflow"), fsm.MaxWorkflowIDBytes),
+			Details: map[string]any{"field": field("workflow")}}
+	case fence == 0:
+		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			Message: fmt.Sprintf("%s: must be at least 1 (the fence of the workflow's lease)", field("lease_fence")),
+			Details: map[string]any{"field": field("lease_fence")}}
+	}
+	return nil
+}
+
+// commitQueueFill is how full this node's commit path is: the records
+// between NodeWAL append and tier, against the pipeline's bound, beyond
+// which writes get 429. The NodeWAL's own append queue is not exposed by
+// package wal; the pipeline's bound is the one writes hit first.
+func (n *Node) commitQueueFill() float64 {
+	return float64(len(n.pipe.slots)) / float64(cap(n.pipe.slots))
+}
+
+// handleLeases is GET /v1/workers/{id}/leases?index=&wait=: it answers the
+// worker's leases once the reconciler's view is newer than index, or with
+// the current view after wait.
+func (n *Node) handleLeases(w http.ResponseWriter, r *http.Request) {
+	if !n.workerAuth(w, r) {
+		return
+	}
+	id, ok := workerIDParam(w, r)
+	if !ok {
+		return
+	}
+	index, wait, err := parseLeasePoll(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if n.cfg.Role == RoleGate || n.raft.Raft.State() != raft.Leader {
+		if wait > maxForwardedLeaseWait {
+			q := r.URL.Query()
+			q.Set("wait", maxForwardedLeaseWait.String())
+			r.URL.RawQuery = q.Encode()
+		}
+		n.forwardWorkerCall(w, r, nil)
+		return
+	}
+	if _, err := n.activeWorker(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	v := n.views.after(ctx, index)
+	n.live.Touch(id)
+	n.setReadHeaders(w)
+	writeJSON(w, http.StatusOK, api.LeaseList{Index: v.Index, Leases: leasesOf(v.Leases[id])})
+}
+
+// parseLeasePoll reads index= (default 0) and wait= (default
+// api.DefaultLeaseWait, at most api.MaxLeaseWait) of a lease long-poll.
+func parseLeasePoll(r *http.Request) (uint64, time.Duration, error) {
+	q := r.URL.Query()
+	var index uint64
+	if s := q.Get("index"); s != "" {
+		var err error
+		if index, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return 0, 0, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+				Message: fmt.Sprintf("index %q is not a view index (an unsigned integer)", s), Details: map[string]any{"field": "index"}}
+		}
+	}
+	wait := api.DefaultLeaseWait
+	if s := q.Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > api.MaxLeaseWait {
+			return 0, 0, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+				Message: fmt.Sprintf("wait %q must be a duration from 0s to %s", s, api.MaxLeaseWait), Details: map[string]any{"field": "wait"}}
+		}
+		wait = d
+	}
+	return index, wait, nil
+}

@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// Registration and departure of workers: WorkerJoined and WorkerLeft in
+// the region's ledger, proposed by the regional leader.
+
+// registerResponse is the answer to a registration of worker id.
+func (n *Node) registerResponse(id string, capacity uint32, wr api.WriteResponse) api.RegisterWorkerResponse {
+	return api.RegisterWorkerResponse{WorkerID: id, Region: n.cfg.Region, Capacity: capacity,
+		AckWindow: fsm.Duration(n.cfg.WorkerAckWindow), HeartbeatInterval: fsm.Duration(n.cfg.WorkerAckWindow / 3),
+		WriteResponse: wr}
+}
+
+// handleRegisterWorker is POST /v1/workers.
+func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
+	body, ok := n.workerPrelude(w, r)
+	if !ok {
+		return
+	}
+	level, err := n.writeLevel(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req api.RegisterWorkerRequest
+	if err := decodeStrictBytes(body, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := n.checkRegistration(&req); err != nil {
+		writeError(w, err)
+		return
+	}
+	generated := req.WorkerID == ""
+	cur, err := n.pickWorkerID(&req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if cur != nil && cur.Active {
+		n.answerActiveWorker(w, cur, &req)
+		return
+	}
+	ts, err := n.clock.Now()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e := fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerJoined, Region: n.cfg.Region, Node: n.cfg.NodeID, HLC: ts,
+		Body: &fsm.WorkerJoined{Worker: req.WorkerID, Capacity: req.Capacity}}
+	if err := e.Validate(); err != nil {
+		writeError(w, eventError(err))
+		return
+	}
+	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	if err != nil {
+		writeError(w, submitError(err, res))
+		return
+	}
+	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrWorkerExists) && !generated {
+		// A concurrent registration of the same id won: answer as a
+		// repeat once this node has applied the entry.
+		if err := n.applied.wait(r.Context(), res.Index); err != nil {
+			writeError(w, submitError(err, res))
+			return
+		}
+		if cur, err := n.ledgerWorker(req.WorkerID); err == nil && cur != nil && cur.Active {
+			n.answerActiveWorker(w, cur, &req)
+			return
+		}
+	}
+	if err := resultError(res); err != nil {
+		writeError(w, err)
+		return
+	}
+	n.live.Touch(req.WorkerID)
+	w.Header().Set("Location", "/v1/workers/"+req.WorkerID)
+	writeJSON(w, http.StatusCreated, n.registerResponse(req.WorkerID, req.Capacity, n.writeResponse(w, res, ts)))
+}
+
+// checkRegistration refuses a registration with another region, a
+// capacity out of range or a malformed worker id.
+func (n *Node) checkRegistration(req *api.RegisterWorkerRequest) error {
+	if req.Region != n.cfg.Region {
+		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			Message: fmt.Sprintf("region %q: this manager serves region %s; register with a manager of your region", req.Region, n.cfg.Region),
+			Details: map[string]any{"field": "region"}}
+	}
+	if req.Capacity < 1 || req.Capacity > MaxWorkerCapacity {
+		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			Message: fmt.Sprintf("capacity %d: must be 1..%d", req.Capacity, MaxWorkerCapacity),
+			Details: map[string]any{"field": "capacity", "limit": MaxWorkerCapacity}}
+	}
+	if req.WorkerID != "" {
+		return checkWorkerID(req.WorkerID)
+	}
+	return nil
+}
+
+// pickWorkerID returns the ledger's state of the requested worker id, or
+// fills in a generated id that the ledger has never seen.
+func (n *Node) pickWorkerID(req *api.RegisterWorkerRequest) (*fsm.WorkerState, error) {
+	if req.WorkerID != "" {
+		return n.ledgerWorker(req.WorkerID)
+	}
+	for range maxWorkerIDTries {
+		id := newWorkerID()
+		cur, err := n.ledgerWorker(id)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			req.WorkerID = id
+			return nil, nil
+		}
+	}
+	return nil, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		Message: fmt.Sprintf("no free worker id after %d draws: retry, or name the worker", maxWorkerIDTries)}
+}
+
+// answerActiveWorker answers a registration of a worker that is already
+// active: 200 with the same worker when region and capacity match (a
+// repeated registration), 409 otherwise.
+func (n *Node) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState, req *api.RegisterWorkerRequest) {
+	if cur.Region != req.Region || cur.Capacity != req.Capacity {
+		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("worker %s is active in region %s with capacity %d: deregister it before registering it with region %s and capacity %d",
+				cur.ID, cur.Region, cur.Capacity, req.Region, req.Capacity),
+			Details: map[string]any{"worker": cur.ID, "region": cur.Region, "capacity": cur.Capacity}})
+		return
+	}
+	n.live.Touch(cur.ID)
+	w.Header().Set("Location", "/v1/workers/"+cur.ID)
+	writeJSON(w, http.StatusOK, n.registerResponse(cur.ID, cur.Capacity, api.WriteResponse{Durability: n.tier.String(), HLC: cur.HLC}))
+}
+
+// handleDeregisterWorker is DELETE /v1/workers/{id}: the worker leaves; the
+// reconciler reschedules what it held. Deregistering a worker that already
+// left is a no-op; one never registered is a 404.
+func (n *Node) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
+	if _, ok := n.workerPrelude(w, r); !ok {
+		return
+	}
+	id, ok := workerIDParam(w, r)
+	if !ok {
+		return
+	}
+	level, err := n.writeLevel(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	cur, err := n.ledgerWorker(id)
+	switch {
+	case err != nil:
+		writeError(w, err)
+		return
+	case cur == nil:
+		writeError(w, n.unknownWorker(id))
+		return
+	case !cur.Active:
+		writeJSON(w, http.StatusOK, api.WriteResponse{Durability: n.tier.String(), HLC: cur.HLC})
+		return
+	}
+	ts, err := n.clock.Now()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e := fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerLeft, Region: n.cfg.Region, Node: n.cfg.NodeID, HLC: ts,
+		Body: &fsm.WorkerLeft{Worker: id, Reason: workerLeftReason}}
+	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	if err != nil {
+		writeError(w, submitError(err, res))
+		return
+	}
+	// A concurrent leave won the race: the worker is gone all the same.
+	if len(res.Results) == 1 && !errors.Is(res.Results[0].Err, fsm.ErrUnknownWorker) {
+		if err := resultError(res); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	n.live.Forget(id)
+	writeJSON(w, http.StatusOK, n.writeResponse(w, res, ts))
+}

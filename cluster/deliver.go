@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/gossip"
+)
+
+// Cross-group delivery: the global leader hands a job's JobCreated and
+// decisions to a region's group, and a regional leader's forwarder hands
+// the region's job events to the global group. Neither group's members
+// all see each other (a gate gossips with its region's managers and with
+// the other gates only), so a batch is relayed:
+//
+//	manager ──► a gate of its region ──► the global group
+//	gate    ──► a manager of its region, or a gate of the target region
+//
+// and the node that belongs to the target group proposes it there (its
+// leader directly, a follower through forwardBatch). The batch is applied
+// idempotently by event id, so a relay that fails halfway and is retried
+// does no harm.
+
+const (
+	internalDeliverPath = "/internal/v1/deliver"
+	// maxDeliverHops bounds a relay: manager → gate → gate → manager.
+	maxDeliverHops = 3
+	// deliverCandidates is how many relay peers one attempt tries.
+	deliverCandidates = 2
+)
+
+// ErrNoRoute is returned when no alive node leads towards a group.
+var ErrNoRoute = errors.New("cluster: no route to group")
+
+// deliver proposes batch to group's Raft group and returns the leader's
+// Proposal. hops lists the nodes that relayed it so far.
+func (n *Node) deliver(ctx context.Context, group string, batch []byte, hops []string) (Proposal, error) {
+	if group == n.group {
+		if n.raft.Raft.State() == raft.Leader {
+			return n.prop.Propose(ctx, batch)
+		}
+		leader := n.prop.Leader()
+		if leader.ID == "" {
+			return Proposal{}, &NotLeaderError{Err: fmt.Errorf("group %s has no leader", group)}
+		}
+		return n.forwardBatch(ctx, leader, batch)
+	}
+	if len(hops) >= maxDeliverHops {
+		return Proposal{}, fmt.Errorf("%w %s: relayed by %v already", ErrNoRoute, group, hops)
+	}
+	peers := n.relayPeers(group, true)
+	if len(peers) == 0 {
+		// Gossip may not have seen a healed link come back yet: try the
+		// nodes it suspects rather than nothing.
+		peers = n.relayPeers(group, false)
+	}
+	peers = slices.DeleteFunc(peers, func(m Member) bool { return slices.Contains(hops, m.Meta.NodeID) })
+	if len(peers) == 0 {
+		return Proposal{}, fmt.Errorf("%w %s from node %s", ErrNoRoute, group, n.cfg.NodeID)
+	}
+	var errs []error
+	for _, m := range peers[:min(len(peers), deliverCandidates)] {
+		p, err := n.relay(ctx, m, group, batch, append(slices.Clone(hops), n.cfg.NodeID))
+		if err == nil || errors.Is(err, ErrInvalidBatch) || ctx.Err() != nil {
+			return p, err
+		}
+		errs = append(errs, err)
+	}
+	return Proposal{}, errors.Join(errs...)
+}
+
+// relayPeers returns the nodes one hop closer to group: alive ones, or
+// (alive false) every one gossip knows, whatever its state.
+func (n *Node) relayPeers(group string, alive bool) []Member {
+	role, region, pool := gossip.RoleGate, group, PoolWAN
+	switch {
+	case n.cfg.Role == RoleManager:
+		region, pool = n.cfg.Region, PoolLAN
+	case group == n.cfg.Region:
+		role, pool = gossip.RoleManager, PoolLAN
+	}
+	var out []Member
+	for _, m := range n.members.Members() {
+		pm, ok := m.In(pool)
+		if ok && (!alive || pm.Status == MemberAlive) && m.Meta.Role == role && m.Meta.Region == region && m.Meta.NodeID != n.cfg.NodeID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// relay sends batch to m's internal deliver endpoint.
+func (n *Node) relay(ctx context.Context, m Member, group string, batch []byte, hops []string) (Proposal, error) {
+	u := "http://" + m.Meta.APIAddr + internalDeliverPath + "?group=" + url.QueryEscape(group)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(batch))
+	if err != nil {
+		return Proposal{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	for _, h := range hops {
+		req.Header.Add(api.HeaderForwardedBy, h)
+	}
+	resp, err := n.httpc.Do(req)
+	if err != nil {
+		return Proposal{}, fmt.Errorf("relay to %s via %s: %w", group, m.Meta.NodeID, err)
+	}
+	defer resp.Body.Close()
+	var out proposeResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(&out); err != nil {
+		return Proposal{}, fmt.Errorf("relay to %s via %s: status %d: %w", group, m.Meta.NodeID, resp.StatusCode, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return Proposal{Index: out.Index, Results: decodeResults(out.Results)}, nil
+	case resp.StatusCode == http.StatusBadRequest && out.Error != nil:
+		return Proposal{}, fmt.Errorf("%w: %s", ErrInvalidBatch, out.Error.Message)
+	case out.Error != nil:
+		return Proposal{}, fmt.Errorf("relay to %s via %s: %d: %s", group, m.Meta.NodeID, resp.StatusCode, out.Error.Message)
+	}
+	return Proposal{}, fmt.Errorf("relay to %s via %s: %s", group, m.Meta.NodeID, http.StatusText(resp.StatusCode))
+}
+
+// handleDeliver is a relay's or the target group's side of deliver.
+func (n *Node) handleDeliver(w http.ResponseWriter, r *http.Request) {
+	if !clusterTokenOK(r, n.cfg.ClusterToken) {
+		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
+		return
+	}
+	group := r.URL.Query().Get("group")
+	if group != GlobalGroup && !regionPattern.MatchString(group) {
+		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: fmt.Sprintf("bad group %q", group)}})
+		return
+	}
+	hops := r.Header.Values(api.HeaderForwardedBy)
+	if slices.Contains(hops, n.cfg.NodeID) {
+		writeJSON(w, http.StatusLoopDetected, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: "relay loop through " + n.cfg.NodeID}})
+		return
+	}
+	batch, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxInternalBody))
+	if err != nil {
+		writeError(w, tooLarge(maxInternalBody))
+		return
+	}
+	p, err := n.deliver(r.Context(), group, batch, hops)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)})
+	case errors.Is(err, ErrInvalidBatch):
+		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}})
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}})
+	}
+}

@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+// workerSlot is a registered, active worker of the region as the regional
+// leader sees it during one pass.
+type workerSlot struct {
+	ID       string
+	Capacity uint32
+	Load     uint32 // workflows leased to it
+	Live     bool   // heard from within the ack window
+}
+
+// regionPass is the input shared by one pass over a region's jobs: the
+// planner takes leases from Workers (updating their Load).
+type regionPass struct {
+	Region    string
+	NowMs     int64
+	AckWindow int64         // ms
+	Workers   []*workerSlot // sorted by id
+	byID      map[string]*workerSlot
+}
+
+func newRegionPass(region string, nowMs, ackWindowMs int64, workers []*workerSlot) *regionPass {
+	sort.Slice(workers, func(i, j int) bool { return workers[i].ID < workers[j].ID })
+	p := &regionPass{Region: region, NowMs: nowMs, AckWindow: ackWindowMs, Workers: workers, byID: map[string]*workerSlot{}}
+	for _, w := range workers {
+		p.byID[w.ID] = w
+	}
+	return p
+}
+
+// pick returns the live worker with free capacity and the fewest leases
+// (lowest id on ties), or nil.
+func (p *regionPass) pick() *workerSlot {
+	var best *workerSlot
+	for _, w := range p.Workers {
+		if w.Live && w.Load < w.Capacity && (best == nil || w.Load < best.Load) {
+			best = w
+		}
+	}
+	return best
+}
+
+// expectedWorkflows lists the ids of the workflows job s runs in region.
+func expectedWorkflows(s *fsm.JobState, region string) []string {
+	var ids []string
+	for _, ws := range s.Spec.Workflows {
+		for i := range ws.Count {
+			ids = append(ids, fsm.WorkflowID(s.JobID, region, ws.Name, i))
+		}
+	}
+	return ids
+}
+
+// planRegionJob decides the regional leader's next steps for job s, given
+// its workflows in this region (wfs, by id). progressDue says whether a
+// job-level progress report may be emitted now (they are rate-limited by
+// the loop). Steps, all level-triggered:
+//   - a decision that stops work (cancel, failure, time-out) is in force:
+//     cancel every live workflow, then acknowledge once;
+//   - not accepted yet: dispatch every workflow, then JobAccepted;
+//   - running: reschedule leases of workers that are silent or gone, lease
+//     dispatched workflows to live workers with room, report progress,
+//     and once every workflow ended report the region done (or failed).
+func planRegionJob(s *fsm.JobState, wfs map[string]*fsm.WorkflowState, p *regionPass, progressDue bool) []fsm.Event {
+	r := s.Region(p.Region)
+	if r == nil {
+		return nil
+	}
+	if stopsWorkflows(s.Decision.Type) {
+		return planStop(s, r, wfs, p)
+	}
+	if s.Decision.Type != 0 {
+		return nil // completed: nothing runs any more
+	}
+	ids := expectedWorkflows(s, p.Region)
+	if !r.Accepted {
+		return planAccept(s, ids, wfs, p)
+	}
+	var out []fsm.Event
+	var agg fsm.Aggregate
+	ended, failed := 0, ""
+	for _, id := range ids {
+		w := wfs[id]
+		if w == nil {
+			continue // dispatched in a batch not yet applied
+		}
+		agg.Completed += w.Completed
+		agg.Failed += w.Failed
+		agg.Stats = addStats(agg.Stats, w.Stats)
+		switch w.Status {
+		case fsm.WorkflowStatusLeased, fsm.WorkflowStatusDispatched:
+			out = append(out, planLease(s, w, p)...)
+		case fsm.WorkflowStatusFailed:
+			if failed == "" {
+				failed = fmt.Sprintf("workflow %s failed: %s", w.ID, w.Error)
+			}
+			ended++
+		default:
+			ended++
+		}
+	}
+	allEnded := ended == len(ids)
+	changed := agg.Completed > r.Completed || agg.Failed > r.Failed
+	switch {
+	case allEnded && failed != "":
+		if changed {
+			out = append(out, progressReport(s, p.Region, agg, false))
+		}
+		out = append(out, planned(decisionID("region-failed", s.JobID, p.Region), fsm.TypeJobFailed, s, s.Fence+1,
+			&fsm.JobFailed{Error: truncateText(failed), FailedRegion: p.Region}))
+	case allEnded && !r.Done:
+		out = append(out, progressReport(s, p.Region, agg, true))
+	case changed && progressDue:
+		out = append(out, progressReport(s, p.Region, agg, false))
+	}
+	return out
+}
+
+// planAccept dispatches the workflows not yet dispatched and accepts the
+// job for the region once they all are.
+func planAccept(s *fsm.JobState, ids []string, wfs map[string]*fsm.WorkflowState, p *regionPass) []fsm.Event {
+	var out []fsm.Event
+	for _, ws := range s.Spec.Workflows {
+		for i := range ws.Count {
+			id := fsm.WorkflowID(s.JobID, p.Region, ws.Name, i)
+			if wfs[id] == nil {
+				out = append(out, planned(decisionID("dispatch", id), fsm.TypeWorkflowDispatched, s, s.Fence,
+					&fsm.WorkflowDispatched{Workflow: id, Name: ws.Name, Instance: i, Spec: ws}))
+			}
+		}
+	}
+	return append(out, planned(decisionID("accept", s.JobID, p.Region), fsm.TypeJobAccepted, s, s.Fence,
+		&fsm.JobAccepted{Region: p.Region, WorkerCount: uint32(len(ids))}))
+}
+
+// planLease takes a lease back from a worker that is silent or gone, and
+// leases a dispatched workflow to a live worker with room.
+func planLease(s *fsm.JobState, w *fsm.WorkflowState, p *regionPass) []fsm.Event {
+	var out []fsm.Event
+	if w.Status == fsm.WorkflowStatusLeased {
+		holder := p.byID[w.Worker]
+		if holder != nil && holder.Live {
+			return nil
+		}
+		reason := "worker " + w.Worker + " left"
+		if holder != nil {
+			reason = "worker " + w.Worker + " silent for longer than the ack window"
+			holder.Load--
+		}
+		out = append(out, planned(decisionID("reschedule", w.ID, strconv.FormatUint(w.LeaseFence, 10)),
+			fsm.TypeWorkflowRescheduled, s, w.LeaseFence, &fsm.WorkflowRescheduled{Workflow: w.ID, FromWorker: w.Worker, Reason: reason}))
+	}
+	to := p.pick()
+	if to == nil {
+		return out
+	}
+	to.Load++
+	fence := w.LeaseFence + 1
+	return append(out, planned(decisionID("lease", w.ID, strconv.FormatUint(fence, 10)), fsm.TypeWorkflowLeased, s, fence,
+		&fsm.WorkflowLeased{Workflow: w.ID, Worker: to.ID, LeaseUntilMs: p.NowMs + p.AckWindow, LeaseFence: fence}))
+}
+
+// planStop cancels every workflow still running and acknowledges the
+// decision once for the region.
+func planStop(s *fsm.JobState, r *fsm.RegionState, wfs map[string]*fsm.WorkflowState, p *regionPass) []fsm.Event {
+	var out []fsm.Event
+	cancelled := uint32(0)
+	for _, id := range sortedKeys(wfs) {
+		w := wfs[id]
+		switch {
+		case !w.Status.Terminal():
+			out = append(out, planned(decisionID("cancel", w.ID), fsm.TypeWorkflowCancelled, s, w.LeaseFence,
+				&fsm.WorkflowCancelled{Workflow: w.ID}))
+			if h := p.byID[w.Worker]; h != nil && w.Status == fsm.WorkflowStatusLeased {
+				h.Load--
+			}
+			cancelled++
+		case w.Status == fsm.WorkflowStatusCancelled:
+			cancelled++
+		}
+	}
+	if !r.CancelAcked {
+		out = append(out, planned(decisionID("ack", s.JobID, p.Region, s.Decision.EventID.String()), fsm.TypeJobCancellationAcked, s, s.Fence,
+			&fsm.JobCancellationAcked{Region: p.Region, WorkflowsCancelled: cancelled}))
+	}
+	return out
+}
+
+// progressReport is the region's cumulative job-level progress.
+func progressReport(s *fsm.JobState, region string, agg fsm.Aggregate, done bool) fsm.Event {
+	id := decisionID("progress", s.JobID, region, strconv.FormatUint(agg.Completed, 10), strconv.FormatUint(agg.Failed, 10), strconv.FormatBool(done))
+	return planned(id, fsm.TypeJobProgressReported, s, s.Fence,
+		&fsm.JobProgressReported{Region: region, Completed: agg.Completed, Failed: agg.Failed, Stats: agg.Stats, Done: done})
+}
+
+// planWorkers expires the region's active workers that went silent: their
+// leases are rescheduled by planLease, and the worker must register again.
+func planWorkers(workers []*fsm.WorkerState, p *regionPass) []fsm.Event {
+	var out []fsm.Event
+	for _, w := range workers {
+		if !w.Active || w.Region != p.Region {
+			continue
+		}
+		if slot := p.byID[w.ID]; slot != nil && !slot.Live {
+			out = append(out, fsm.Event{ID: decisionID("expire", w.ID, w.HLC.String()), Type: fsm.TypeWorkerLeft,
+				Body: &fsm.WorkerLeft{Worker: w.ID, Reason: "no message within the ack window"}})
+		}
+	}
+	return out
+}
+
+// truncateText cuts s to the ledger's free-text limit on a rune boundary.
+func truncateText(s string) string {
+	if len(s) <= fsm.MaxTextBytes {
+		return s
+	}
+	s = s[:fsm.MaxTextBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+)
+
+// Reconciler timings and sizes.
+const (
+	// reconcileCoalesce lets a burst of applies wake a reconciler once.
+	reconcileCoalesce = 10 * time.Millisecond
+	// leaderBarrierTimeout bounds the barrier a new leader runs before
+	// its reconcilers read the ledger (so they see every committed entry).
+	leaderBarrierTimeout = 10 * time.Second
+	// maxPlannedPerBatch bounds the events of one reconciler proposal.
+	maxPlannedPerBatch = 512
+	// maxPlannedBatchBytes keeps a proposal well under a Raft entry's 1 MiB.
+	maxPlannedBatchBytes = 768 << 10
+)
+
+// liveJobStatuses are the statuses a reconciler may still have work for:
+// running jobs, and failed or timed-out ones whose regions may not have
+// stopped yet.
+var liveJobStatuses = []fsm.JobStatus{fsm.JobStatusPending, fsm.JobStatusRunning, fsm.JobStatusCancelling,
+	fsm.JobStatusFailed, fsm.JobStatusTimedOut}
+
+// leaderLoop runs the group's reconcilers (and a manager's forwarder)
+// while this node leads its group, and stops them when it no longer does.
+func (n *Node) leaderLoop() {
+	tick := time.NewTicker(n.cfg.ReconcileInterval)
+	defer tick.Stop()
+	var stop context.CancelFunc
+	done := make(chan struct{})
+	for {
+		leading := n.raft.Raft.State() == raft.Leader && !n.closing.Load()
+		switch {
+		case leading && stop == nil:
+			var ctx context.Context
+			ctx, stop = context.WithCancel(n.ctx)
+			done = make(chan struct{})
+			go func() { defer close(done); n.lead(ctx) }()
+		case !leading && stop != nil:
+			stop()
+			<-done
+			stop = nil
+		}
+		select {
+		case <-n.ctx.Done():
+			if stop != nil {
+				stop()
+				<-done
+			}
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// lead is one term's leadership: a barrier, then the role's tasks.
+func (n *Node) lead(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := n.raft.Raft.Barrier(leaderBarrierTimeout).Error(); err == nil {
+			break
+		} else if !waitOrDone(ctx, n.cfg.ReconcileInterval) {
+			return
+		}
+	}
+	n.log.Info("leading: reconcilers started", "group", n.group)
+	defer n.log.Info("reconcilers stopped", "group", n.group)
+	if n.cfg.Role == RoleGate {
+		g := newGlobalReconciler(n)
+		n.reconcileLoop(ctx, g.pass)
+		g.wait()
+		return
+	}
+	rr := newRegionReconciler(n)
+	fw := newForwarder(n)
+	n.forwarders.Store(fw)
+	done := make(chan struct{})
+	go func() { defer close(done); fw.run(ctx) }()
+	n.reconcileLoop(ctx, rr.pass)
+	<-done
+}
+
+// reconcileLoop runs pass whenever the ledger moved or the interval
+// passed, one pass at a time, until ctx ends.
+func (n *Node) reconcileLoop(ctx context.Context, pass func(context.Context) error) {
+	tick := time.NewTicker(n.cfg.ReconcileInterval)
+	defer tick.Stop()
+	var lastErr string
+	for ctx.Err() == nil {
+		moved := n.applied.changed()
+		if err := pass(ctx); err != nil && ctx.Err() == nil && err.Error() != lastErr {
+			n.log.Warn("reconcile pass failed", "err", err)
+			lastErr = err.Error()
+		} else if err == nil {
+			lastErr = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-moved:
+			waitOrDone(ctx, reconcileCoalesce)
+		case <-tick.C:
+		}
+	}
+}
+
+// waitOrDone waits d; false if ctx ended first.
+func waitOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// stamp gives planned events their origin and increasing HLCs from this
+// node's clock, after moving the clock past after (the newest event the
+// plan was based on), so they order after what they react to.
+func (n *Node) stamp(events []fsm.Event, after hlc.Timestamp) error {
+	if after.WallMs > 0 {
+		if _, err := n.clock.Update(after); err != nil {
+			return err
+		}
+	}
+	for i := range events {
+		ts, err := n.clock.Now()
+		if err != nil {
+			return err
+		}
+		events[i].HLC, events[i].Region, events[i].Node = ts, n.cfg.Region, n.cfg.NodeID
+	}
+	return nil
+}
+
+// chunkEvents splits events into proposals of at most maxPlannedPerBatch
+// events and about maxPlannedBatchBytes, keeping their order.
+func chunkEvents(events []fsm.Event) ([][]fsm.Event, error) {
+	var out [][]fsm.Event
+	start, size := 0, 0
+	var buf []byte
+	for i := range events {
+		var err error
+		buf, err = events[i].AppendBinary(buf[:0])
+		if err != nil {
+			return nil, err
+		}
+		if i > start && (i-start >= maxPlannedPerBatch || size+len(buf) > maxPlannedBatchBytes) {
+			out = append(out, events[start:i])
+			start, size = i, 0
+		}
+		size += len(buf) + 4
+	}
+	if start < len(events) {
+		out = append(out, events[start:])
+	}
+	return out, nil
+}
+
+// proposeAll submits planned events to this node's tier in chunks and
+// returns the first failure.
+func (n *Node) proposeAll(ctx context.Context, events []fsm.Event) error {
+	chunks, err := chunkEvents(events)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range chunks {
+		res, err := n.pipe.Submit(ctx, c, n.tier)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, r := range res.Results {
+			if r.Outcome == fsm.OutcomeRejected && !errors.Is(r.Err, fsm.ErrEventConflict) {
+				n.log.Debug("planned event rejected", "type", c[i].Type, "job", c[i].JobID, "err", r.Err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxTS returns the later of two timestamps.
+func maxTS(a, b hlc.Timestamp) hlc.Timestamp {
+	if a.Less(b) {
+		return b
+	}
+	return a
+}
