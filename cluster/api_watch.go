@@ -233,7 +233,7 @@ func (s *sseWriter) send(b []byte) error {
 	if _, err := s.w.Write(b); err != nil {
 		return err
 	}
-	return nil
+	return s.rc.Flush()
 }
 
 // close clears the write deadline: the connection may serve another
@@ -281,7 +281,6 @@ func (n *Node) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 			failures = append(failures, addr+": "+err.Error())
 			continue
 		}
-		defer resp.Body.Close()
 		relayStream(w, resp)
 		return
 	}
@@ -334,8 +333,10 @@ func (c *cancelOnClose) Close() error {
 }
 
 // relayStream copies the gate's answer to the watcher, flushing every
-// chunk as it arrives; an error answer is copied whole (bounded).
+// chunk as it arrives; an error answer is copied whole (bounded). It
+// closes the answer's body.
 func relayStream(w http.ResponseWriter, resp *http.Response) {
+	defer resp.Body.Close()
 	for k, vs := range resp.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)

@@ -41,7 +41,11 @@ func (c *testCluster) openWatch(t *testing.T, node, jobID, token string, header 
 		q.Set(api.ParamConsistency, api.ConsistencySession)
 	}
 	req.URL.RawQuery = q.Encode()
-	resp, err := (&http.Client{}).Do(req) // no Timeout: it would cut the stream
+	// No client Timeout (it would cut the stream); the headers must come
+	// within nodeTestWait.
+	headers := time.AfterFunc(nodeTestWait, cancel)
+	resp, err := (&http.Client{}).Do(req)
+	headers.Stop()
 	if err != nil {
 		t.Fatalf("watch on %s: %v", node, err)
 	}
@@ -188,7 +192,9 @@ func TestWatch(t *testing.T) {
 			cond  func(*fsm.JobState) bool
 		}{
 			{"accepted", 1, &fsm.JobAccepted{Region: "use1", WorkerCount: 2},
-				func(s *fsm.JobState) bool { return s.Status == fsm.JobStatusRunning && s.Region("use1").WorkerCount == 2 }},
+				func(s *fsm.JobState) bool {
+					return s.Status == fsm.JobStatusRunning && s.Region("use1").WorkerCount == 2
+				}},
 			{"progress", 1, &fsm.JobProgressReported{Region: "use1", Completed: 700, Failed: 3},
 				func(s *fsm.JobState) bool { return s.Region("use1").Completed == 700 && s.Region("use1").Failed == 3 }},
 			// Not Done: a region's done report lets the global
