@@ -36,7 +36,7 @@ func TestJobExitCode(t *testing.T) {
 
 func TestRegionTotal(t *testing.T) {
 	spec := fsm.JobSpec{Workflows: []fsm.WorkflowSpec{
-		{Name: "checkout", Count: 4, Duration: fsm.Duration(30 * time.Second), Rate: 200}, // 24,000
+		{Name: "checkout", Count: 4, Duration: fsm.Duration(30 * time.Second), Rate: 200},     // 24,000
 		{Name: "browse", Count: 2, Duration: fsm.Duration(1500 * time.Millisecond), Rate: 10}, // 30
 	}}
 	if got := regionTotal(&spec); got != 24_030 {
