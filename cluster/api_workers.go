@@ -93,6 +93,17 @@ func (n *Node) workerPrelude(w http.ResponseWriter, r *http.Request) ([]byte, bo
 	return body, true
 }
 
+// workerIDPrelude is workerPrelude for a call on /v1/workers/{id}/…: it
+// also reads the worker id.
+func (n *Node) workerIDPrelude(w http.ResponseWriter, r *http.Request) ([]byte, string, bool) {
+	body, ok := n.workerPrelude(w, r)
+	if !ok {
+		return nil, "", false
+	}
+	id, ok := workerIDParam(w, r)
+	return body, id, ok
+}
+
 // workerIDParam reads the {id} of a worker path; a malformed id is a 400.
 func workerIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
@@ -128,11 +139,7 @@ func (n *Node) activeWorker(id string) (*fsm.WorkerState, error) {
 // handleHeartbeat is POST /v1/workers/{id}/heartbeat: it renews the
 // worker's liveness and tells it what to stop and how hard it may push.
 func (n *Node) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	body, ok := n.workerPrelude(w, r)
-	if !ok {
-		return
-	}
-	id, ok := workerIDParam(w, r)
+	body, id, ok := n.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}

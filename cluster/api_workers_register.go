@@ -146,10 +146,7 @@ func (n *Node) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState, r
 // reconciler reschedules what it held. Deregistering a worker that already
 // left is a no-op; one never registered is a 404.
 func (n *Node) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
-	if _, ok := n.workerPrelude(w, r); !ok {
-		return
-	}
-	id, ok := workerIDParam(w, r)
+	_, id, ok := n.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}

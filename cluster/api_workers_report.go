@@ -50,11 +50,7 @@ func (rp *report) kind() fsm.EventType {
 // acknowledged at LOCAL by default (DESIGN §4: the manager's NodeWAL);
 // ?durability=regional waits for the ledger and returns its outcomes.
 func (n *Node) handleProgress(w http.ResponseWriter, r *http.Request) {
-	body, ok := n.workerPrelude(w, r)
-	if !ok {
-		return
-	}
-	id, ok := workerIDParam(w, r)
+	body, id, ok := n.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}
@@ -119,11 +115,7 @@ func (n *Node) handleFailWorkflow(w http.ResponseWriter, r *http.Request) {
 // handleWorkflowEnd ends a leased workflow as t (completed or failed),
 // after recording the request's counters when it carries any.
 func (n *Node) handleWorkflowEnd(w http.ResponseWriter, r *http.Request, t fsm.EventType) {
-	body, ok := n.workerPrelude(w, r)
-	if !ok {
-		return
-	}
-	id, ok := workerIDParam(w, r)
+	body, id, ok := n.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}
