@@ -142,8 +142,10 @@ etcd_version() { etcd --version 2>/dev/null | awk '/^etcd Version:/ {print $3}';
 
 run_strata() {
 	local data=$work/strata-dev
+	# No workers: the bench measures the ledger's writes, and workers would
+	# run the bench jobs' synthetic load on the same two cores.
 	# shellcheck disable=SC2086 # STRATA_DEV_FLAGS is a list of flags
-	"$strata" dev --data "$data" --subnet "$strata_subnet" --wan-latency "$wan_latency" \
+	"$strata" dev --data "$data" --subnet "$strata_subnet" --wan-latency "$wan_latency" --workers 0 \
 		--ready-timeout "${ready_timeout}s" --log-level warn ${STRATA_DEV_FLAGS:-} \
 		>"$work/strata-dev.log" 2>&1 &
 	local dev=$!
