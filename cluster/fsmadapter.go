@@ -42,6 +42,7 @@ type ledgerFSM struct {
 	m         *fsmMetrics
 	onFatal   func(error)
 	onApplied func(uint64)
+	dirty     *dirtySet
 
 	mu     sync.Mutex // guards failed
 	failed error
@@ -62,6 +63,10 @@ type ledgerFSMConfig struct {
 	// OnApplied, if set, is called after every ApplyBatch and Restore with
 	// the ledger's applied index (session reads wait on it).
 	OnApplied func(index uint64)
+	// Dirty, if set, records what every applied entry changed (job ids,
+	// worker joins and leaves; a restore changes everything) for the
+	// leader's reconcilers, before OnApplied wakes them.
+	Dirty *dirtySet
 	// Logger defaults to discarding; Registerer nil registers nothing.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -91,7 +96,8 @@ func newLedgerFSM(cfg ledgerFSMConfig) (*ledgerFSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ledgerFSM{ledger: cfg.Ledger, log: cfg.Logger, m: m, onFatal: cfg.OnFatal, onApplied: cfg.OnApplied}, nil
+	return &ledgerFSM{ledger: cfg.Ledger, log: cfg.Logger, m: m, onFatal: cfg.OnFatal, onApplied: cfg.OnApplied,
+		dirty: cfg.Dirty}, nil
 }
 
 // Apply implements raft.FSM for one entry.
@@ -145,6 +151,9 @@ func (f *ledgerFSM) applyEntry(index uint64, data []byte) *entryResponse {
 	}
 	if err != nil {
 		return &entryResponse{err: f.fail(index, err)}
+	}
+	if f.dirty != nil && resp.err == nil {
+		f.dirty.noteEntry(batches, resp.batches)
 	}
 	f.m.entries.Inc()
 	for _, rs := range resp.batches {
@@ -256,6 +265,9 @@ func (f *ledgerFSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: restore ledger snapshot: %w", err)
 	}
 	f.m.restores.Inc()
+	if f.dirty != nil {
+		f.dirty.addAll()
+	}
 	f.notifyApplied()
 	return nil
 }

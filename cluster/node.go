@@ -79,6 +79,7 @@ type Node struct {
 	idem    *idempotencyCache
 	live    *liveness    // managers: workers heard from (leader's view)
 	views   *viewBoard   // managers: the regional reconciler's last pass
+	dirty   *dirtySet    // jobs the ledger changed, for the reconcilers (dirty.go)
 	httpc   *http.Client // node-to-node calls
 	watches watchSet     // job watch streams (api_watch.go)
 	srv     *http.Server
@@ -119,7 +120,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
-		idem: newIdempotencyCache(idempotencyCacheEntries), live: newLiveness(time.Now), views: newViewBoard()}
+		idem: newIdempotencyCache(idempotencyCacheEntries), live: newLiveness(time.Now), views: newViewBoard(), dirty: newDirtySet(dirtyLimit)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.tier, n.group = DurabilityRegional, cfg.Region
 	if cfg.Role == RoleGate {
@@ -230,7 +231,7 @@ func (n *Node) openRaft() error {
 		stream = raftnet.WithFaults(layer, n.faults)
 	}
 	lf, err := newLedgerFSM(ledgerFSMConfig{Ledger: n.ledger, Logger: n.log, Registerer: n.reg, OnFatal: n.onFatal,
-		OnApplied: n.applied.set})
+		OnApplied: n.applied.set, Dirty: n.dirty})
 	if err != nil {
 		layer.Close()
 		return err

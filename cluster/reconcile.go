@@ -22,6 +22,12 @@ const (
 	maxPlannedPerBatch = 512
 	// maxPlannedBatchBytes keeps a proposal well under a Raft entry's 1 MiB.
 	maxPlannedBatchBytes = 768 << 10
+	// resyncInterval is how often a leader's reconcilers scan every live
+	// job (besides a new leader's first pass and a dirty set that
+	// overflowed): the safety net under the incremental passes, which
+	// visit only the jobs the ledger changed, the jobs with a due time
+	// and the work in flight.
+	resyncInterval = 30 * time.Second
 )
 
 // liveJobStatuses are the statuses a reconciler may still have work for:

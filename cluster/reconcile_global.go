@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -23,76 +25,186 @@ const (
 // globalReconciler is the global leader's reconciler (DESIGN §4): it sends
 // jobs and their stop decisions to the regions until they react, completes
 // jobs whose regions are all done, and times jobs out.
+//
+// It plans incrementally (cluster/DESIGN.md, "Job lifecycle"): a pass
+// visits the jobs the ledger changed (the node's dirty set), the jobs
+// whose time-out or redelivery is due, and the jobs it proposed a
+// decision for last pass (in case the proposal failed); every
+// resyncInterval, on its first pass and when the dirty set overflowed, it
+// scans every live job instead. A job with nothing planned and nothing
+// due drops out of its indexes. Only the pass goroutine touches retry,
+// pending, due and lastFull.
 type globalReconciler struct {
 	n        *Node
+	retry    map[string]map[string]*redelivery // job id → region → redelivery
+	pending  map[string]bool                   // jobs whose last plan emitted a decision
+	due      *dueSet                           // job id → next time-out or redelivery (HLC wall ms)
+	lastFull int64                             // HLC wall ms of the last full scan; 0: none yet
+	visited  int                               // jobs the last pass planned
+
 	mu       sync.Mutex
-	retry    map[string]*redelivery // job id + "/" + region
-	inflight map[string]bool        // region → a delivery is running
+	inflight map[string]bool // region → a delivery is running
 	wg       sync.WaitGroup
 }
 
 // redelivery tracks when a (job, region) delivery may be sent again.
 type redelivery struct {
-	next    time.Time
+	next    int64 // HLC wall ms
 	backoff time.Duration
 }
 
 func newGlobalReconciler(n *Node) *globalReconciler {
-	return &globalReconciler{n: n, retry: map[string]*redelivery{}, inflight: map[string]bool{}}
+	return &globalReconciler{n: n, retry: map[string]map[string]*redelivery{}, pending: map[string]bool{},
+		due: newDueSet(), inflight: map[string]bool{}}
 }
 
 // wait returns when every delivery started by pass has ended.
 func (g *globalReconciler) wait() { g.wg.Wait() }
 
-// pass plans every live job once: decisions are proposed now, deliveries
-// start in the background (one per region at a time).
+// globalWork is what one pass decided: decisions to propose (stamped
+// after newest) and deliveries to start, by region.
+type globalWork struct {
+	emit   []fsm.Event
+	newest hlc.Timestamp
+	sends  map[string][]fsm.Event
+}
+
+// pass plans the jobs that may need it: decisions are proposed now,
+// deliveries start in the background (one per region at a time).
 func (g *globalReconciler) pass(ctx context.Context) error {
 	now, err := g.n.clock.Now()
 	if err != nil {
 		return err
 	}
-	var emit []fsm.Event
-	var newest hlc.Timestamp
-	sends := map[string][]fsm.Event{}
-	seen := map[string]bool{}
-	err = g.n.store.View(func(tx fsm.ReadTx) error {
-		return eachLiveJob(tx, "", func(s *fsm.JobState) error {
-			p := planGlobal(s, now.WallMs)
-			if p.Emit != nil {
-				emit = append(emit, *p.Emit)
-				newest = maxTS(newest, s.Last.HLC)
-			}
-			for _, regions := range [][]string{p.Dispatch, p.Stop} {
-				for _, r := range regions {
-					key := s.JobID + "/" + r
-					seen[key] = true
-					if !g.due(key, time.Now()) {
-						continue
-					}
-					evs, err := jobDelivery(tx, s, len(p.Stop) > 0)
-					if err != nil {
-						return err
-					}
-					sends[r] = append(sends[r], evs...)
-				}
-			}
-			return nil
-		})
-	})
+	w, err := g.plan(now.WallMs, false)
 	if err != nil {
 		return err
 	}
-	g.forget(seen)
-	for region, evs := range sends {
+	for region, evs := range w.sends {
 		g.send(ctx, region, evs)
 	}
-	if len(emit) == 0 {
+	if len(w.emit) == 0 {
 		return nil
 	}
-	if err := g.n.stamp(emit, newest); err != nil {
+	if err := g.n.stamp(w.emit, w.newest); err != nil {
 		return err
 	}
-	return g.n.proposeAll(ctx, emit)
+	return g.n.proposeAll(ctx, w.emit)
+}
+
+// plan reads the jobs this pass visits (every live job when full, or
+// when a resync is due) in one view at HLC wall time nowMs, plans them,
+// and updates the indexes.
+func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
+	w := globalWork{sends: map[string][]fsm.Event{}}
+	g.visited = 0
+	d := g.n.dirty.take()
+	full = full || d.All || g.lastFull == 0 || nowMs-g.lastFull >= resyncInterval.Milliseconds()
+	var ids []string
+	if !full {
+		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), sortedKeys(g.pending))
+		sort.Strings(ids)
+	}
+	err := g.n.store.View(func(tx fsm.ReadTx) error {
+		visit := func(s *fsm.JobState) error { return g.visit(tx, s, nowMs, &w) }
+		if full {
+			seen := map[string]bool{}
+			g.pending = map[string]bool{}
+			g.due.reset()
+			err := eachLiveJob(tx, "", func(s *fsm.JobState) error {
+				seen[s.JobID] = true
+				return visit(s)
+			})
+			for id := range g.retry {
+				if !seen[id] {
+					delete(g.retry, id)
+				}
+			}
+			return err
+		}
+		for _, id := range ids {
+			s, err := tx.Job(id)
+			if err != nil {
+				return err
+			}
+			if s == nil || !liveJob(s, "") {
+				g.drop(id)
+				continue
+			}
+			if err := visit(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		g.lastFull = 0 // what this pass took is lost: the next one scans everything
+	case full:
+		g.lastFull = nowMs
+	}
+	return w, err
+}
+
+// visit plans job s, adds its decision and deliveries to w, and files it
+// under the indexes its plan calls for: pending while it emits a
+// decision, due at its next redelivery or its time-out.
+func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w *globalWork) error {
+	g.visited++
+	p := planGlobal(s, nowMs)
+	if p.Emit != nil {
+		w.emit = append(w.emit, *p.Emit)
+		w.newest = maxTS(w.newest, s.Last.HLC)
+		g.pending[s.JobID] = true
+	} else {
+		delete(g.pending, s.JobID)
+	}
+	planned := map[string]bool{}
+	for _, regions := range [][]string{p.Dispatch, p.Stop} {
+		for _, r := range regions {
+			planned[r] = true
+			if !g.deliverable(s.JobID, r, nowMs) {
+				continue
+			}
+			evs, err := jobDelivery(tx, s, len(p.Stop) > 0)
+			if err != nil {
+				return err
+			}
+			w.sends[r] = append(w.sends[r], evs...)
+		}
+	}
+	next := int64(0)
+	for r, rd := range g.retry[s.JobID] {
+		switch {
+		case !planned[r]:
+			delete(g.retry[s.JobID], r)
+		case next == 0 || rd.next < next:
+			next = rd.next
+		}
+	}
+	if len(g.retry[s.JobID]) == 0 {
+		delete(g.retry, s.JobID)
+	}
+	// The time-out planGlobal judges (timedOut: created + timeout by HLC
+	// wall time) while the job has no decision.
+	if t := time.Duration(s.Spec.Timeout); t > 0 && s.Decision.Type == 0 && p.Emit == nil {
+		if at := s.Created.HLC.WallMs + t.Milliseconds(); next == 0 || at < next {
+			next = at
+		}
+	}
+	if next > 0 {
+		g.due.set(s.JobID, next)
+	} else {
+		g.due.remove(s.JobID)
+	}
+	return nil
+}
+
+// drop forgets a job that no longer needs the reconciler.
+func (g *globalReconciler) drop(id string) {
+	delete(g.pending, id)
+	delete(g.retry, id)
+	g.due.remove(id)
 }
 
 // jobDelivery is what a region needs of job s: its JobCreated and, when
@@ -115,33 +227,26 @@ func jobDelivery(tx fsm.ReadTx, s *fsm.JobState, stop bool) ([]fsm.Event, error)
 	return out, nil
 }
 
-// due reports whether key may be delivered at now, and if so books the
-// next attempt (backing off while the region does not react).
-func (g *globalReconciler) due(key string, now time.Time) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	r := g.retry[key]
+// deliverable reports whether job's delivery to region may be sent at
+// nowMs, and if so books the next attempt (backing off while the region
+// does not react).
+func (g *globalReconciler) deliverable(job, region string, nowMs int64) bool {
+	rs := g.retry[job]
+	if rs == nil {
+		rs = map[string]*redelivery{}
+		g.retry[job] = rs
+	}
+	r := rs[region]
 	if r == nil {
 		r = &redelivery{backoff: redeliverMin}
-		g.retry[key] = r
-	} else if now.Before(r.next) {
+		rs[region] = r
+	} else if nowMs < r.next {
 		return false
 	} else {
 		r.backoff = min(2*r.backoff, redeliverMax)
 	}
-	r.next = now.Add(r.backoff)
+	r.next = nowMs + r.backoff.Milliseconds()
 	return true
-}
-
-// forget drops the retry state of deliveries no longer planned.
-func (g *globalReconciler) forget(seen map[string]bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for k := range g.retry {
-		if !seen[k] {
-			delete(g.retry, k)
-		}
-	}
 }
 
 // send delivers evs to region in the background unless a delivery to it
@@ -176,6 +281,27 @@ func (g *globalReconciler) send(ctx context.Context, region string, evs []fsm.Ev
 			g.n.log.Warn("delivery to region failed", "region", region, "events", len(evs), "err", err)
 		}
 	})
+}
+
+// liveJob reports whether s is one eachLiveJob(region) would visit.
+func liveJob(s *fsm.JobState, region string) bool {
+	f := fsm.JobFilter{Tenant: s.Tenant, Region: region}
+	return s.Tenant != "" && slices.Contains(liveJobStatuses, s.Status) && f.Matches(s)
+}
+
+// unionIDs returns the distinct ids of every list, in first-seen order.
+func unionIDs(lists ...[]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, id := range l {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }
 
 // eachLiveJob calls fn for every job that may still need a reconciler

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"maps"
+	"sort"
 	"time"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -17,13 +19,42 @@ const jobProgressInterval = time.Second
 // live workers, takes leases back from silent ones, reports progress and
 // the region's end, and stops workflows when a job is cancelled, failed or
 // timed out.
+//
+// It plans incrementally (cluster/DESIGN.md, "Job lifecycle"). A pass
+// visits the jobs the ledger changed (the node's dirty set), the jobs
+// whose progress report is due, and the jobs whose last plan had output;
+// when a worker joined, left, went silent or came back, every job with
+// work in flight (active); while a live worker has room, the active jobs
+// with DISPATCHED workflows. Every resyncInterval, on its first pass and
+// when the dirty set overflowed, it scans every live job instead. A
+// settled job drops out of every index. Only the pass goroutine touches
+// the reconciler's fields.
 type regionReconciler struct {
 	n            *Node
-	lastProgress map[string]time.Time // job id → last job-level report
+	lastProgress map[string]int64 // job id → ms of its last job-level report, while within jobProgressInterval
+	// active holds, per job with work in flight, its DISPATCHED and
+	// LEASED workflows as its last visit read them. Every change to a
+	// job's workflows marks the job dirty and its next visit re-reads
+	// them, so the lease view and the workers' loads come from here
+	// rather than from a scan.
+	active   map[string]map[string]*fsm.WorkflowState
+	waiting  map[string]bool    // active jobs with DISPATCHED workflows
+	pending  map[string]bool    // jobs whose last plan had output
+	due      *dueSet            // job id → ms its next progress report may go
+	workers  []*fsm.WorkerState // the region's registered workers
+	haveWkrs bool               // workers was read (a join or leave reads it again)
+	live     map[string]bool    // active workers live at the last pass
+	lastFull int64              // ms of the last full scan; 0: none yet
+	visited  int                // jobs the last pass planned
+	// leases and inFlight are the lease view's maps, built from active
+	// when it changed and shared by every view published until then.
+	leases   map[string][]*fsm.WorkflowState
+	inFlight map[string]*fsm.WorkflowState
 }
 
 func newRegionReconciler(n *Node) *regionReconciler {
-	r := &regionReconciler{n: n, lastProgress: map[string]time.Time{}}
+	r := &regionReconciler{n: n, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
+		waiting: map[string]bool{}, pending: map[string]bool{}, due: newDueSet(), live: map[string]bool{}}
 	// A new leader counts every worker registered in the ledger as heard
 	// from now: it cannot know better, and a worker that really is gone
 	// loses its leases one ack window later.
@@ -46,105 +77,270 @@ type regionJob struct {
 	wfs map[string]*fsm.WorkflowState
 }
 
-// pass reads the region's live jobs and workers in one view, plans, and
-// proposes the plan; it publishes the view the worker API serves leases
-// from.
+// pass plans the jobs that may need it and proposes the plan; it
+// publishes the view the worker API serves leases from.
 func (rr *regionReconciler) pass(ctx context.Context) error {
+	events, newest, err := rr.plan(time.Now(), false)
+	if err != nil || len(events) == 0 {
+		return err
+	}
+	if err := rr.n.stamp(events, newest); err != nil {
+		return err
+	}
+	return rr.n.proposeAll(ctx, events)
+}
+
+// regionVisit is what one pass read: the jobs it visits, in the order it
+// read them, and whether the active set changed since the lease view's
+// maps were built.
+type regionVisit struct {
+	jobs    []*regionJob
+	byID    map[string]*regionJob
+	changed bool
+}
+
+// plan reads the jobs this pass visits (every live job when full, or
+// when a resync is due) and the region's workers in one view at now,
+// publishes the lease view, plans, and updates the indexes.
+func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Timestamp, error) {
 	n := rr.n
-	region := n.cfg.Region
-	now := time.Now()
-	var (
-		index   uint64
-		workers []*fsm.WorkerState
-		jobs    []regionJob
-		newest  hlc.Timestamp
-	)
+	region, window, nowMs := n.cfg.Region, n.cfg.WorkerAckWindow, now.UnixMilli()
+	d := n.dirty.take()
+	full = full || d.All || rr.lastFull == 0 || nowMs-rr.lastFull >= resyncInterval.Milliseconds()
+	v := &regionVisit{byID: map[string]*regionJob{}, changed: full || rr.leases == nil}
+	var index uint64
 	err := n.store.View(func(tx fsm.ReadTx) error {
 		var err error
 		if index, err = tx.AppliedIndex(); err != nil {
 			return err
 		}
-		if err := tx.Workers(func(w *fsm.WorkerState) error {
-			if w.Region == region {
-				workers = append(workers, w)
+		if full || d.Workers || !rr.haveWkrs {
+			if err := rr.readWorkers(tx); err != nil {
+				return err
 			}
-			return nil
-		}); err != nil {
-			return err
 		}
-		return eachLiveJob(tx, region, func(s *fsm.JobState) error {
-			if regionSettled(s, region) {
-				return nil
+		live := map[string]bool{}
+		for _, w := range rr.workers {
+			if w.Active && n.live.Live(w.ID, window) {
+				live[w.ID] = true
 			}
-			j := regionJob{s: s, wfs: map[string]*fsm.WorkflowState{}}
-			newest = maxTS(newest, s.Last.HLC)
-			err := tx.Workflows(s.JobID+"/"+region+"/", func(w *fsm.WorkflowState) error {
-				j.wfs[w.ID] = w
-				newest = maxTS(newest, w.HLC)
-				return nil
-			})
-			jobs = append(jobs, j)
-			return err
-		})
-	})
-	if err != nil {
-		return err
-	}
-	window := n.cfg.WorkerAckWindow
-	var slots []*workerSlot
-	for _, w := range workers {
-		if w.Active {
-			slots = append(slots, &workerSlot{ID: w.ID, Capacity: w.Capacity, Live: n.live.Live(w.ID, window)})
 		}
-	}
-	p := newRegionPass(region, now.UnixMilli(), window.Milliseconds(), slots)
-	view := &regionView{Index: index, Leases: map[string][]*fsm.WorkflowState{}, Workflows: map[string]*fsm.WorkflowState{}}
-	for _, j := range jobs {
-		for _, w := range j.wfs {
-			if w.Status.Terminal() {
-				continue
-			}
-			view.Workflows[w.ID] = w
-			if w.Status == fsm.WorkflowStatusLeased {
-				view.Leases[w.Worker] = append(view.Leases[w.Worker], w)
-				if slot := p.byID[w.Worker]; slot != nil {
-					slot.Load++
+		workersMoved := d.Workers || !maps.Equal(live, rr.live)
+		rr.live = live
+		if full {
+			rr.active, rr.waiting, rr.pending = map[string]map[string]*fsm.WorkflowState{}, map[string]bool{}, map[string]bool{}
+			rr.due.reset()
+			err := eachLiveJob(tx, region, func(s *fsm.JobState) error { return rr.read(tx, s, v) })
+			for id := range rr.lastProgress {
+				if v.byID[id] == nil {
+					delete(rr.lastProgress, id)
 				}
 			}
+			rr.lastFull = nowMs
+			rr.rebuildView(v)
+			return err
 		}
+		ids := unionIDs(d.Jobs, rr.due.popDue(nowMs), sortedKeys(rr.pending))
+		if workersMoved {
+			ids = unionIDs(ids, sortedKeys(rr.active))
+		}
+		sort.Strings(ids)
+		if err := rr.readIDs(tx, ids, v); err != nil {
+			return err
+		}
+		rr.rebuildView(v)
+		if err := rr.readIDs(tx, rr.waitingForRoom(v), v); err != nil {
+			return err
+		}
+		rr.rebuildView(v)
+		return nil
+	})
+	if err != nil {
+		rr.lastFull = 0 // what this pass took is lost: the next one scans everything
+		return nil, hlc.Timestamp{}, err
 	}
+	view := &regionView{Index: index, Leases: rr.leases, Workflows: rr.inFlight}
 	n.views.publish(view)
 
-	events := planWorkers(workers, p)
-	live := map[string]bool{}
-	for _, j := range jobs {
-		live[j.s.JobID] = true
-		due := now.Sub(rr.lastProgress[j.s.JobID]) >= jobProgressInterval
+	var slots []*workerSlot
+	for _, w := range rr.workers {
+		if w.Active {
+			slots = append(slots, &workerSlot{ID: w.ID, Capacity: w.Capacity, Live: rr.live[w.ID], Load: uint32(len(rr.leases[w.ID]))})
+		}
+	}
+	p := newRegionPass(region, nowMs, window.Milliseconds(), slots)
+	events := planWorkers(rr.workers, p)
+	rr.visited = len(v.jobs)
+	var newest hlc.Timestamp
+	for _, j := range v.jobs {
+		id := j.s.JobID
+		newest = maxTS(newest, j.s.Last.HLC)
+		for _, w := range j.wfs {
+			newest = maxTS(newest, w.HLC)
+		}
+		last, reported := rr.lastProgress[id]
+		due := !reported || nowMs-last >= jobProgressInterval.Milliseconds()
+		if due {
+			delete(rr.lastProgress, id)
+		}
 		planned := planRegionJob(j.s, j.wfs, p, due)
 		for _, e := range planned {
 			if e.Type == fsm.TypeJobProgressReported {
-				rr.lastProgress[j.s.JobID] = now
+				rr.lastProgress[id] = nowMs
 			}
 		}
-		events = append(events, planned...)
-	}
-	for id := range rr.lastProgress {
-		if !live[id] {
-			delete(rr.lastProgress, id)
+		if len(planned) > 0 {
+			rr.pending[id] = true
+		} else {
+			delete(rr.pending, id)
 		}
+		if last, ok := rr.lastProgress[id]; ok {
+			rr.due.set(id, last+jobProgressInterval.Milliseconds())
+		} else {
+			rr.due.remove(id)
+		}
+		events = append(events, planned...)
 	}
 	for _, e := range events {
 		if e.Type == fsm.TypeWorkerLeft {
 			n.live.Forget(e.Body.(*fsm.WorkerLeft).Worker)
 		}
 	}
-	if len(events) == 0 {
+	return events, newest, nil
+}
+
+// readWorkers reads the region's registered workers.
+func (rr *regionReconciler) readWorkers(tx fsm.ReadTx) error {
+	rr.workers, rr.haveWkrs = nil, true
+	return tx.Workers(func(w *fsm.WorkerState) error {
+		if w.Region == rr.n.cfg.Region {
+			rr.workers = append(rr.workers, w)
+		}
+		return nil
+	})
+}
+
+// readIDs reads and visits the jobs ids names that v has not visited; a
+// job gone or no longer live drops out of the indexes.
+func (rr *regionReconciler) readIDs(tx fsm.ReadTx, ids []string, v *regionVisit) error {
+	for _, id := range ids {
+		if v.byID[id] != nil {
+			continue
+		}
+		s, err := tx.Job(id)
+		if err != nil {
+			return err
+		}
+		if s == nil || !liveJob(s, rr.n.cfg.Region) {
+			v.changed = rr.drop(id) || v.changed
+			continue
+		}
+		if err := rr.read(tx, s, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read visits live job s: a settled one drops out of the indexes, any
+// other is read with its workflows and its work in flight recorded.
+func (rr *regionReconciler) read(tx fsm.ReadTx, s *fsm.JobState, v *regionVisit) error {
+	region := rr.n.cfg.Region
+	if regionSettled(s, region) {
+		v.changed = rr.drop(s.JobID) || v.changed
 		return nil
 	}
-	if err := n.stamp(events, newest); err != nil {
+	j := &regionJob{s: s, wfs: map[string]*fsm.WorkflowState{}}
+	err := tx.Workflows(s.JobID+"/"+region+"/", func(w *fsm.WorkflowState) error {
+		j.wfs[w.ID] = w
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	return n.proposeAll(ctx, events)
+	v.jobs = append(v.jobs, j)
+	v.byID[s.JobID] = j
+	var inFlight map[string]*fsm.WorkflowState
+	for id, w := range j.wfs {
+		if !w.Status.Terminal() {
+			if inFlight == nil {
+				inFlight = map[string]*fsm.WorkflowState{}
+			}
+			inFlight[id] = w
+		}
+	}
+	_, was := rr.active[s.JobID]
+	delete(rr.waiting, s.JobID)
+	if inFlight != nil {
+		rr.active[s.JobID] = inFlight
+		for _, w := range inFlight {
+			if w.Status == fsm.WorkflowStatusDispatched {
+				rr.waiting[s.JobID] = true
+				break
+			}
+		}
+	} else {
+		delete(rr.active, s.JobID)
+	}
+	v.changed = v.changed || was || inFlight != nil
+	return nil
+}
+
+// drop forgets a job that no longer needs the reconciler; true if it had
+// work in flight.
+func (rr *regionReconciler) drop(id string) bool {
+	_, was := rr.active[id]
+	delete(rr.active, id)
+	delete(rr.waiting, id)
+	delete(rr.pending, id)
+	delete(rr.lastProgress, id)
+	rr.due.remove(id)
+	return was
+}
+
+// waitingForRoom lists, in id order, the jobs with DISPATCHED workflows
+// not visited yet, when a live worker has room for one: a worker's load
+// fell (or it appeared) without their jobs changing. With no room, or no
+// live worker, they wait without being read.
+func (rr *regionReconciler) waitingForRoom(v *regionVisit) []string {
+	if len(rr.waiting) == 0 {
+		return nil
+	}
+	room := false
+	for _, w := range rr.workers {
+		if w.Active && rr.live[w.ID] && uint32(len(rr.leases[w.ID])) < w.Capacity {
+			room = true
+			break
+		}
+	}
+	if !room {
+		return nil
+	}
+	var ids []string
+	for id := range rr.waiting {
+		if v.byID[id] == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// rebuildView rebuilds the lease view's maps from active if v changed it.
+func (rr *regionReconciler) rebuildView(v *regionVisit) {
+	if !v.changed {
+		return
+	}
+	v.changed = false
+	rr.leases, rr.inFlight = map[string][]*fsm.WorkflowState{}, map[string]*fsm.WorkflowState{}
+	for _, wfs := range rr.active {
+		for _, w := range wfs {
+			rr.inFlight[w.ID] = w
+			if w.Status == fsm.WorkflowStatusLeased {
+				rr.leases[w.Worker] = append(rr.leases[w.Worker], w)
+			}
+		}
+	}
 }
 
 // regionSettled reports whether region has nothing left to do for job s:
