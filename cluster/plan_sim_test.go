@@ -126,11 +126,7 @@ func (s *lifecycleSim) round(jobID string) {
 			slots = append(slots, slot)
 		}
 		rp := newRegionPass(region, s.wall, 5000, slots)
-		var workers []*fsm.WorkerState
-		ws, _ := l.Workers()
-		for _, w := range ws {
-			workers = append(workers, w)
-		}
+		workers, _ := l.Workers()
 		evs := append(planWorkers(workers, rp), planRegionJob(j, wfs, rp, true)...)
 		s.apply(l, region, "m1", evs)
 		s.forward(l, region)
@@ -339,11 +335,11 @@ func TestPlanSim_TimeoutByHLC(t *testing.T) {
 		t.Fatalf("timed out early: %s", st)
 	}
 	s.wall += time.Minute.Milliseconds()
-	g := s.runUntil(id, fsm.JobStatusTimedOut)
+	s.runUntil(id, fsm.JobStatusTimedOut)
 	for range 3 {
 		s.round(id)
 	}
-	if g = s.job(s.global, id); !g.Regions[0].CancelAcked {
+	if g := s.job(s.global, id); !g.Regions[0].CancelAcked {
 		t.Fatal("region did not stop the timed-out job")
 	}
 }
