@@ -1,13 +1,9 @@
 package cluster
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/strata-ledger/strata/fsm"
-	"github.com/strata-ledger/strata/hlc"
 )
 
 // dirtyLimit bounds the job ids a dirtySet holds between two takes. Past
@@ -108,104 +104,26 @@ func (d *dirtySet) take() dirtyTake {
 	return t
 }
 
-// noteEntry records what an applied Raft entry changed: per batch, the
-// results the ledger gave its events (an entry's batches and results are
-// in the same order).
-func (d *dirtySet) noteEntry(batches [][]byte, results [][]fsm.Result) {
+// noteEntry records what an applied Raft entry changed: the job ids of
+// the events that changed the ledger (applied or absorbed: duplicates and
+// rejections change nothing), and worker joins and leaves. The ledger's
+// results name each event's type and job, so the entry is not decoded
+// again here.
+func (d *dirtySet) noteEntry(results [][]fsm.Result) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i, b := range batches {
-		if i < len(results) {
-			d.noteBatchLocked(b, results[i])
-		}
-	}
-}
-
-// noteBatchLocked records the job ids of a batch's events that changed
-// the ledger (applied or absorbed: duplicates and rejections change
-// nothing), and worker joins and leaves. A batch the header reader
-// cannot read although the ledger stored some of it means a format this
-// code does not know: resync everything rather than miss a job.
-func (d *dirtySet) noteBatchLocked(batch []byte, results []fsm.Result) {
-	changed := func(i int) bool {
-		return i < len(results) && (results[i].Outcome == fsm.OutcomeApplied || results[i].Outcome == fsm.OutcomeAbsorbed)
-	}
-	err := batchHeaders(batch, func(i int, t fsm.EventType, jobID []byte) {
-		switch {
-		case !changed(i):
-		case len(jobID) > 0:
-			if _, ok := d.jobs[string(jobID)]; !ok && !d.all {
-				d.addLocked(string(jobID))
-			}
-		case t == fsm.TypeWorkerJoined || t == fsm.TypeWorkerLeft:
-			d.workers = true
-		}
-	})
-	if err != nil {
-		for i := range results {
-			if changed(i) {
-				d.overflowLocked()
-				return
+	for _, rs := range results {
+		for i := range rs {
+			r := &rs[i]
+			switch {
+			case r.Outcome != fsm.OutcomeApplied && r.Outcome != fsm.OutcomeAbsorbed:
+			case r.JobID != "":
+				if _, ok := d.jobs[r.JobID]; !ok && !d.all {
+					d.addLocked(r.JobID)
+				}
+			case r.Type == fsm.TypeWorkerJoined || r.Type == fsm.TypeWorkerLeft:
+				d.workers = true
 			}
 		}
 	}
-}
-
-// errBatchHeader marks a batch whose event headers do not read.
-var errBatchHeader = errors.New("cluster: batch event header")
-
-// eventHeaderFixed is the fixed part of an encoded event before its
-// fence (fsm/DESIGN.md, "Event"): version, type, id, HLC.
-const eventHeaderFixed = 1 + 1 + len(fsm.EventID{}) + hlc.EncodedLen
-
-// batchHeaders reads the type and job id of every event of an encoded
-// batch (fsm/DESIGN.md, "Batch", version 1) without decoding bodies, and
-// calls fn with each event's index in the batch. It checks only what it
-// reads (versions, lengths against the input and the limits); a batch
-// fsm.DecodeBatch accepts gives the same types and job ids. jobID is a
-// slice of batch, valid during the call.
-func batchHeaders(batch []byte, fn func(i int, t fsm.EventType, jobID []byte)) error {
-	if len(batch) > fsm.MaxBatchBytes {
-		return fmt.Errorf("%w: batch of %d bytes over %d", errBatchHeader, len(batch), fsm.MaxBatchBytes)
-	}
-	if len(batch) == 0 || batch[0] != fsm.BatchVersion {
-		return fmt.Errorf("%w: not a version %d batch", errBatchHeader, fsm.BatchVersion)
-	}
-	off := 1
-	count, n := binary.Uvarint(batch[off:])
-	if n <= 0 || count > fsm.MaxBatchEvents {
-		return fmt.Errorf("%w: bad event count", errBatchHeader)
-	}
-	off += n
-	for i := range int(count) {
-		if len(batch)-off < 4 {
-			return fmt.Errorf("%w: event %d: frame length past the end", errBatchHeader, i)
-		}
-		size := int(binary.LittleEndian.Uint32(batch[off:]))
-		off += 4
-		if size > len(batch)-off {
-			return fmt.Errorf("%w: event %d: frame of %d bytes past the end", errBatchHeader, i, size)
-		}
-		ev := batch[off : off+size]
-		off += size
-		if len(ev) < eventHeaderFixed || ev[0] != fsm.EventVersion {
-			return fmt.Errorf("%w: event %d: short or not version %d", errBatchHeader, i, fsm.EventVersion)
-		}
-		t := fsm.EventType(ev[1])
-		_, n := binary.Uvarint(ev[eventHeaderFixed:])
-		if n <= 0 {
-			return fmt.Errorf("%w: event %d: bad fence", errBatchHeader, i)
-		}
-		at := eventHeaderFixed + n
-		l, n := binary.Uvarint(ev[at:])
-		if n <= 0 || l > fsm.MaxJobIDBytes || l > uint64(len(ev)-at-n) {
-			return fmt.Errorf("%w: event %d: bad job id", errBatchHeader, i)
-		}
-		at += n
-		fn(i, t, ev[at:at+int(l)])
-	}
-	if off != len(batch) {
-		return fmt.Errorf("%w: %d trailing bytes", errBatchHeader, len(batch)-off)
-	}
-	return nil
 }

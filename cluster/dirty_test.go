@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -90,9 +89,9 @@ func noteEvents(t *testing.T, d *dirtySet, events []fsm.Event, outcomes ...fsm.O
 	t.Helper()
 	results := make([]fsm.Result, len(outcomes))
 	for i, o := range outcomes {
-		results[i].Outcome = o
+		results[i] = fsm.Result{Outcome: o, Type: events[i].Type, JobID: events[i].JobID}
 	}
-	d.noteEntry([][]byte{mustBatch(t, events...)}, [][]fsm.Result{results})
+	d.noteEntry([][]fsm.Result{results})
 }
 
 func TestDirtySet_NoteEntryRecordsChangedJobsAndWorkerEvents(t *testing.T) {
@@ -118,103 +117,6 @@ func TestDirtySet_NoteEntryRecordsChangedJobsAndWorkerEvents(t *testing.T) {
 	if got := d.take(); !got.Workers || len(got.Jobs) != 0 {
 		t.Fatalf("WorkerLeft: %+v", got)
 	}
-}
-
-func TestDirtySet_UnreadableBatchThatChangedSomethingMeansAll(t *testing.T) {
-	d := newDirtySet(8)
-	bad := []byte{fsm.BatchVersion + 1, 0}
-	d.noteEntry([][]byte{bad}, [][]fsm.Result{{{Outcome: fsm.OutcomeRejected}}})
-	if got := d.take(); got.All || len(got.Jobs) != 0 {
-		t.Fatalf("a rejected unreadable batch changed nothing: %+v", got)
-	}
-	d.noteEntry([][]byte{bad}, [][]fsm.Result{{{Outcome: fsm.OutcomeApplied}}})
-	if got := d.take(); !got.All {
-		t.Fatalf("an applied batch the reader cannot read must resync everything: %+v", got)
-	}
-}
-
-// headers returns what batchHeaders reads, or its error.
-func headers(b []byte) ([]fsm.EventType, []string, error) {
-	var types []fsm.EventType
-	var ids []string
-	err := batchHeaders(b, func(i int, t fsm.EventType, jobID []byte) {
-		if i != len(types) {
-			panic(fmt.Sprintf("index %d after %d events", i, len(types)))
-		}
-		types, ids = append(types, t), append(ids, string(jobID))
-	})
-	return types, ids, err
-}
-
-func TestBatchHeaders_AgreesWithDecodeBatch(t *testing.T) {
-	g := fsmtest.NewGen(7)
-	for n := range 300 {
-		events := make([]fsm.Event, n%40+1)
-		for i := range events {
-			events[i] = g.Next()
-		}
-		b, err := fsm.EncodeBatch(events)
-		if err != nil {
-			continue // the generator spoils some events on purpose
-		}
-		types, ids, err := headers(b)
-		if err != nil {
-			t.Fatalf("batch %d: %v", n, err)
-		}
-		for i, e := range events {
-			if types[i] != e.Type || ids[i] != e.JobID {
-				t.Fatalf("batch %d event %d: read (%s, %q), want (%s, %q)", n, i, types[i], ids[i], e.Type, e.JobID)
-			}
-		}
-	}
-}
-
-func TestBatchHeaders_RejectsBrokenInput(t *testing.T) {
-	good := mustBatch(t, fsmtest.SampleEvents()...)
-	cases := map[string][]byte{
-		"empty":          nil,
-		"version":        append([]byte{fsm.BatchVersion + 1}, good[1:]...),
-		"truncated":      good[:len(good)-1],
-		"trailing":       append(bytes.Clone(good), 0),
-		"count too high": {fsm.BatchVersion, 0xff, 0xff, 0x7f},
-		"over the limit": make([]byte, fsm.MaxBatchBytes+1),
-	}
-	for name, b := range cases {
-		if _, _, err := headers(b); !errors.Is(err, errBatchHeader) {
-			t.Errorf("%s: err = %v, want errBatchHeader", name, err)
-		}
-	}
-}
-
-// FuzzBatchHeaders: any input either reads or gets errBatchHeader, never a
-// panic; and whatever fsm.DecodeBatch accepts reads to the same types and
-// job ids.
-func FuzzBatchHeaders(f *testing.F) {
-	f.Add(mustBatch(f, fsmtest.SampleEvents()...))
-	f.Add(mustBatch(f, jobEvent(1), jobEvent(2)))
-	f.Add([]byte{fsm.BatchVersion, 0})
-	f.Add([]byte{fsm.BatchVersion, 1, 3, 0, 0, 0, fsm.EventVersion, 1, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		types, ids, err := headers(b)
-		if err != nil && !errors.Is(err, errBatchHeader) {
-			t.Fatalf("error %v does not wrap errBatchHeader", err)
-		}
-		events, derr := fsm.DecodeBatch(b)
-		if derr != nil {
-			return
-		}
-		if err != nil {
-			t.Fatalf("DecodeBatch accepts what batchHeaders refuses: %v", err)
-		}
-		if len(types) != len(events) {
-			t.Fatalf("read %d events, DecodeBatch %d", len(types), len(events))
-		}
-		for i, e := range events {
-			if types[i] != e.Type || ids[i] != e.JobID {
-				t.Fatalf("event %d: read (%s, %q), want (%s, %q)", i, types[i], ids[i], e.Type, e.JobID)
-			}
-		}
-	})
 }
 
 func TestFSMAdapter_FeedsTheDirtySet(t *testing.T) {

@@ -153,7 +153,7 @@ func (f *ledgerFSM) applyEntry(index uint64, data []byte) *entryResponse {
 		return &entryResponse{err: f.fail(index, err)}
 	}
 	if f.dirty != nil && resp.err == nil {
-		f.dirty.noteEntry(batches, resp.batches)
+		f.dirty.noteEntry(resp.batches)
 	}
 	f.m.entries.Inc()
 	for _, rs := range resp.batches {

@@ -46,6 +46,12 @@ type Result struct {
 	// Seq is the event's position in its tenant's audit chain (of the
 	// stored original for a duplicate); 0 when rejected.
 	Seq uint64
+	// Type and JobID repeat the event's, so a caller that holds only the
+	// encoded batch (the Raft FSM) learns which jobs an apply touched
+	// without decoding it again. Both are zero for a batch that did not
+	// decode.
+	Type  EventType
+	JobID string
 }
 
 // Config configures a Ledger.
@@ -150,6 +156,7 @@ func (l *Ledger) applyLocked(index uint64, batch []Event, bodies [][]byte) ([]Re
 			if err != nil {
 				return fmt.Errorf("event %d (%s): %w", i, batch[i].ID, err)
 			}
+			r.Type, r.JobID = batch[i].Type, batch[i].JobID
 			results[i] = r
 		}
 		if err := a.flush(); err != nil {

@@ -56,6 +56,9 @@ func SameResults(got, want []fsm.Result) error {
 			return fmt.Errorf("event %d: got %s seq %d (%s: %v), want %s seq %d (%s)",
 				i, g.Outcome, g.Seq, Class(g.Err), g.Err, w.Outcome, w.Seq, Class(w.Err))
 		}
+		if g.Type != w.Type || g.JobID != w.JobID {
+			return fmt.Errorf("event %d: result names %s of job %q, want %s of job %q", i, g.Type, g.JobID, w.Type, w.JobID)
+		}
 	}
 	return nil
 }

@@ -55,6 +55,7 @@ func (m *Model) Apply(index uint64, batch []fsm.Event) []fsm.Result {
 	out := make([]fsm.Result, len(batch))
 	for i := range batch {
 		out[i] = m.apply(&batch[i])
+		out[i].Type, out[i].JobID = batch[i].Type, batch[i].JobID
 	}
 	return out
 }
