@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -74,6 +75,7 @@ type forwarder struct {
 	br *breaker
 
 	queue    []queued
+	queued   map[string]int    // tenant → its events in the queue
 	readPos  map[string]uint64 // tenant → last chain seq read into the queue
 	marked   map[string]uint64 // tenant → replicated position
 	lastMark time.Time
@@ -84,7 +86,7 @@ type forwarder struct {
 }
 
 func newForwarder(n *Node) *forwarder {
-	f := &forwarder{n: n, m: n.fwdMetrics, readPos: map[string]uint64{}, marked: map[string]uint64{}}
+	f := &forwarder{n: n, m: n.fwdMetrics, queued: map[string]int{}, readPos: map[string]uint64{}, marked: map[string]uint64{}}
 	f.br = newBreaker(n.cfg.BreakerCooldown, func(from, to breakerState) {
 		n.log.Warn("forwarder breaker", "from", from.String(), "to", to.String())
 		f.m.transitions.WithLabelValues(to.String()).Inc()
@@ -175,7 +177,7 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 	f.br.success()
 	f.backoff = 0
 	f.m.forwarded.Add(float64(len(sent)))
-	f.queue = append(f.queue[:0:0], f.queue[len(sent):]...)
+	f.sent(len(sent))
 	return 0, f.mark(ctx, now, true)
 }
 
@@ -200,6 +202,7 @@ func (f *forwarder) fill() error {
 				}
 				if forwarded(&se.Event, region) {
 					f.queue = append(f.queue, queued{tenant: tenant, seq: se.Seq, event: se.Event})
+					f.queued[tenant]++
 				}
 				f.readPos[tenant] = se.Seq
 				return nil
@@ -228,28 +231,13 @@ func (f *forwarder) mark(ctx context.Context, now time.Time, force bool) error {
 	if !force && now.Sub(f.lastMark) < forwardMarkInterval {
 		return nil
 	}
-	pos := make(map[string]uint64, len(f.readPos))
-	for t, s := range f.readPos {
-		pos[t] = s
-	}
-	for _, q := range f.queue {
-		if q.seq-1 < pos[q.tenant] {
-			pos[q.tenant] = q.seq - 1
-		}
-	}
-	var marks []fsm.ForwardPosition
-	for t, s := range pos {
-		if s > f.marked[t] {
-			marks = append(marks, fsm.ForwardPosition{Tenant: t, Seq: s})
-		}
-	}
+	marks := f.positions()
 	if len(marks) == 0 {
 		return nil
 	}
-	sort.Slice(marks, func(i, j int) bool { return marks[i].Tenant < marks[j].Tenant })
 	marks = marks[:min(len(marks), forwardMarksPerEvent)]
 	e := []fsm.Event{{ID: randomEventID(), Type: fsm.TypeForwardMark, Body: &fsm.ForwardMark{Marks: marks}}}
-	if err := f.n.stamp(e, e[0].HLC); err != nil {
+	if err := f.n.stamp(e, hlc.Timestamp{}); err != nil {
 		return err
 	}
 	if _, err := f.n.pipe.Submit(ctx, e, f.n.tier); err != nil {
@@ -260,6 +248,52 @@ func (f *forwarder) mark(ctx context.Context, now time.Time, force bool) error {
 		f.marked[m.Tenant] = m.Seq
 	}
 	return nil
+}
+
+// sent drops the first n queued events, delivered. It does not copy the
+// rest (a replay after a long outage sends up to forwarderQueueLimit
+// events, batch by batch); append reallocates to the live part once the
+// capacity is used.
+func (f *forwarder) sent(n int) {
+	for _, q := range f.queue[:n] {
+		f.queued[q.tenant]--
+	}
+	clear(f.queue[:n])
+	f.queue = f.queue[n:]
+}
+
+// positions returns, in tenant order, the positions that moved past the
+// replicated ones: for a tenant with events still queued, just before its
+// first queued event; otherwise its read position.
+func (f *forwarder) positions() []fsm.ForwardPosition {
+	pos := make(map[string]uint64, len(f.readPos))
+	for t, s := range f.readPos {
+		pos[t] = s
+	}
+	// Each tenant's queued events are in seq order: its first one found
+	// from the head bounds its position; stop once every tenant with
+	// queued events was found.
+	pending := 0
+	for _, n := range f.queued {
+		if n > 0 {
+			pending++
+		}
+	}
+	seen := make(map[string]bool, pending)
+	for i := 0; i < len(f.queue) && len(seen) < pending; i++ {
+		if q := f.queue[i]; !seen[q.tenant] {
+			seen[q.tenant] = true
+			pos[q.tenant] = q.seq - 1
+		}
+	}
+	var marks []fsm.ForwardPosition
+	for t, s := range pos {
+		if s > f.marked[t] {
+			marks = append(marks, fsm.ForwardPosition{Tenant: t, Seq: s})
+		}
+	}
+	sort.Slice(marks, func(i, j int) bool { return marks[i].Tenant < marks[j].Tenant })
+	return marks
 }
 
 // logRejections logs forwarded events the global ledger refused (other
@@ -283,15 +317,10 @@ func (f *forwarder) report(err error) {
 	if len(f.queue) > 0 {
 		s.OldestQueuedHLC = f.queue[0].event.HLC.String()
 	}
+	f.mu.Lock()
+	s.LastError = f.status.LastError // the last one, kept until another
 	if err != nil {
 		s.LastError = err.Error()
-		if f.n.log.Enabled(context.Background(), -4) {
-			f.n.log.Debug("forwarder", "err", err)
-		}
-	}
-	f.mu.Lock()
-	if err == nil {
-		s.LastError = f.status.LastError
 	}
 	f.status = s
 	f.mu.Unlock()
