@@ -105,6 +105,7 @@ func (r *Runner) onBeat(s *session, b beat, failures int) int {
 			}
 		}
 	}
+	r.beats++
 	return 0
 }
 

@@ -85,6 +85,7 @@ type Runner struct {
 	fenced   bool           // stopped everything for want of heartbeats
 	closing  bool           // Run is ending: start nothing
 	pressure string         // last backpressure level heard
+	beats    uint64         // heartbeats answered
 }
 
 // runKey names one lease: a workflow under one lease fence.
@@ -152,6 +153,15 @@ func (r *Runner) WorkerID() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.id
+}
+
+// Heartbeats counts the heartbeats the managers answered, each counted
+// once its stop list was applied: "stopped within two heartbeats" is
+// checked against it.
+func (r *Runner) Heartbeats() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.beats
 }
 
 // Running lists the workflows running now (and those stopping), by
