@@ -54,11 +54,3 @@ func (l *liveness) Live(worker string, window time.Duration) bool {
 	l.mu.Unlock()
 	return ok && l.now().Sub(t) < window
 }
-
-// Known reports whether worker has been heard from since the last Reset.
-func (l *liveness) Known(worker string) bool {
-	l.mu.Lock()
-	_, ok := l.last[worker]
-	l.mu.Unlock()
-	return ok
-}

@@ -46,10 +46,10 @@ type regionReconciler struct {
 	live     map[string]bool    // active workers live at the last pass
 	lastFull int64              // ms of the last full scan; 0: none yet
 	visited  int                // jobs the last pass planned
-	// leases and inFlight are the lease view's maps, built from active
-	// when it changed and shared by every view published until then.
-	leases   map[string][]*fsm.WorkflowState
-	inFlight map[string]*fsm.WorkflowState
+	// leases is the lease view's map, built from active when it changed
+	// and shared (never changed in place) by every view published until
+	// then.
+	leases map[string][]*fsm.WorkflowState
 }
 
 func newRegionReconciler(n *Node) *regionReconciler {
@@ -159,7 +159,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 		rr.lastFull = 0 // what this pass took is lost: the next one scans everything
 		return nil, hlc.Timestamp{}, err
 	}
-	view := &regionView{Index: index, Leases: rr.leases, Workflows: rr.inFlight}
+	view := &regionView{Index: index, Leases: rr.leases}
 	n.views.publish(view)
 
 	var slots []*workerSlot
@@ -332,10 +332,9 @@ func (rr *regionReconciler) rebuildView(v *regionVisit) {
 		return
 	}
 	v.changed = false
-	rr.leases, rr.inFlight = map[string][]*fsm.WorkflowState{}, map[string]*fsm.WorkflowState{}
+	rr.leases = map[string][]*fsm.WorkflowState{}
 	for _, wfs := range rr.active {
 		for _, w := range wfs {
-			rr.inFlight[w.ID] = w
 			if w.Status == fsm.WorkflowStatusLeased {
 				rr.leases[w.Worker] = append(rr.leases[w.Worker], w)
 			}

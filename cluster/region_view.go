@@ -15,9 +15,6 @@ type regionView struct {
 	Index uint64
 	// Leases holds, per worker, the workflows LEASED to it.
 	Leases map[string][]*fsm.WorkflowState
-	// Workflows holds every non-terminal workflow of the region's live
-	// jobs by id (DISPATCHED and LEASED).
-	Workflows map[string]*fsm.WorkflowState
 }
 
 // viewBoard publishes regionViews and lets readers wait for a newer one.
