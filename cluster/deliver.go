@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,33 +100,16 @@ func (n *Node) relayPeers(group string, alive bool) []Member {
 // relay sends batch to m's internal deliver endpoint.
 func (n *Node) relay(ctx context.Context, m Member, group string, batch []byte, hops []string) (Proposal, error) {
 	u := "http://" + m.Meta.APIAddr + internalDeliverPath + "?group=" + url.QueryEscape(group)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(batch))
-	if err != nil {
-		return Proposal{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
-	req.Header.Set("Content-Type", "application/octet-stream")
-	for _, h := range hops {
-		req.Header.Add(api.HeaderForwardedBy, h)
-	}
-	resp, err := n.httpc.Do(req)
-	if err != nil {
-		return Proposal{}, fmt.Errorf("relay to %s via %s: %w", group, m.Meta.NodeID, err)
-	}
-	defer resp.Body.Close()
-	var out proposeResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(&out); err != nil {
-		return Proposal{}, fmt.Errorf("relay to %s via %s: status %d: %w", group, m.Meta.NodeID, resp.StatusCode, err)
-	}
+	out, status, err := n.postBatch(ctx, u, batch, hops)
 	switch {
-	case resp.StatusCode == http.StatusOK:
+	case err != nil:
+		return Proposal{}, fmt.Errorf("relay to %s via %s: %w", group, m.Meta.NodeID, err)
+	case status == http.StatusOK:
 		return Proposal{Index: out.Index, Results: decodeResults(out.Results)}, nil
-	case resp.StatusCode == http.StatusBadRequest && out.Error != nil:
+	case status == http.StatusBadRequest && out.Error != nil:
 		return Proposal{}, fmt.Errorf("%w: %s", ErrInvalidBatch, out.Error.Message)
-	case out.Error != nil:
-		return Proposal{}, fmt.Errorf("relay to %s via %s: %d: %s", group, m.Meta.NodeID, resp.StatusCode, out.Error.Message)
 	}
-	return Proposal{}, fmt.Errorf("relay to %s via %s: %s", group, m.Meta.NodeID, http.StatusText(resp.StatusCode))
+	return Proposal{}, fmt.Errorf("relay to %s via %s: %d: %s", group, m.Meta.NodeID, status, out.message(status))
 }
 
 // handleDeliver is a relay's or the target group's side of deliver.

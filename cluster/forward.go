@@ -138,36 +138,53 @@ func (n *Node) forwardBatch(ctx context.Context, leader Leader, batch []byte) (P
 	if !ok || m.Meta.APIAddr == "" {
 		return Proposal{}, &NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+m.Meta.APIAddr+internalProposePath, bytes.NewReader(batch))
-	if err != nil {
-		return Proposal{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set(api.HeaderForwardedBy, n.cfg.NodeID)
-	resp, err := n.httpc.Do(req)
+	out, status, err := n.postBatch(ctx, "http://"+m.Meta.APIAddr+internalProposePath, batch, []string{n.cfg.NodeID})
 	if err != nil {
 		return Proposal{}, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
-	defer resp.Body.Close()
-	var out proposeResponse
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(&out); err != nil {
-		return Proposal{}, fmt.Errorf("forward to leader %s: status %d: %w", leader.ID, resp.StatusCode, err)
-	}
 	switch {
-	case resp.StatusCode == http.StatusOK:
+	case status == http.StatusOK:
 		return Proposal{Index: out.Index, Results: decodeResults(out.Results)}, nil
-	case resp.StatusCode == http.StatusMisdirectedRequest:
+	case status == http.StatusMisdirectedRequest:
 		return Proposal{}, &NotLeaderError{Leader: Leader{ID: out.Leader}, Err: fmt.Errorf("forwarded to %s, which is not the leader", leader.ID)}
-	case resp.StatusCode == http.StatusBadRequest && out.Error != nil:
+	case status == http.StatusBadRequest && out.Error != nil:
 		return Proposal{}, fmt.Errorf("%w: leader %s: %s", ErrInvalidBatch, leader.ID, out.Error.Message)
 	default:
-		msg := http.StatusText(resp.StatusCode)
-		if out.Error != nil {
-			msg = out.Error.Message
-		}
-		return Proposal{}, fmt.Errorf("forward to leader %s: %d: %s", leader.ID, resp.StatusCode, msg)
+		return Proposal{}, fmt.Errorf("forward to leader %s: %d: %s", leader.ID, status, out.message(status))
 	}
+}
+
+// postBatch sends an encoded batch to another node's internal endpoint
+// u, with the cluster token and the relaying nodes in hops, and decodes
+// its answer.
+func (n *Node) postBatch(ctx context.Context, u string, batch []byte, hops []string) (proposeResponse, int, error) {
+	var out proposeResponse
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(batch))
+	if err != nil {
+		return out, 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	for _, h := range hops {
+		req.Header.Add(api.HeaderForwardedBy, h)
+	}
+	resp, err := n.httpc.Do(req)
+	if err != nil {
+		return out, 0, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(&out); err != nil {
+		return out, resp.StatusCode, fmt.Errorf("status %d: %w", resp.StatusCode, err)
+	}
+	return out, resp.StatusCode, nil
+}
+
+// message is the error an answer carries, or its status text.
+func (r *proposeResponse) message(status int) string {
+	if r.Error != nil {
+		return r.Error.Message
+	}
+	return http.StatusText(status)
 }
 
 // handlePropose is the leader's side of forwardBatch.
