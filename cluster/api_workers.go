@@ -166,7 +166,7 @@ func (n *Node) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.HeartbeatResponse{Stop: stopList(id, req.Running, wfs),
-		Backpressure: backpressureLevel(n.commitQueueFill()), AckWindow: fsm.Duration(n.cfg.WorkerAckWindow)})
+		Backpressure: backpressureLevel(n.pipe.QueueFill()), AckWindow: fsm.Duration(n.cfg.WorkerAckWindow)})
 }
 
 // checkRunning refuses a heartbeat's running list that is too long or
@@ -206,14 +206,6 @@ func checkWorkflowRef(prefix, workflow string, fence uint64) error {
 			Details: map[string]any{"field": field("lease_fence")}}
 	}
 	return nil
-}
-
-// commitQueueFill is how full this node's commit path is: the records
-// between NodeWAL append and tier, against the pipeline's bound, beyond
-// which writes get 429. The NodeWAL's own append queue is not exposed by
-// package wal; the pipeline's bound is the one writes hit first.
-func (n *Node) commitQueueFill() float64 {
-	return float64(len(n.pipe.slots)) / float64(cap(n.pipe.slots))
 }
 
 // handleLeases is GET /v1/workers/{id}/leases?index=&wait=: it answers the

@@ -521,6 +521,14 @@ func (p *Pipeline) launchRecovered(ctx context.Context, lsn wal.LSN, batch []byt
 	return nil
 }
 
+// QueueFill is how full the pipeline is, 0 to 1: the records between
+// their NodeWAL append and their tier over MaxPending, the queue whose
+// overflow turns writes into ErrBackpressure. Workers slow down from it
+// (their heartbeat's backpressure level).
+func (p *Pipeline) QueueFill() float64 {
+	return float64(len(p.slots)) / float64(cap(p.slots))
+}
+
 // Watermark returns the tier watermark as this pipeline knows it: every
 // record at or below it has reached the tier. The NodeWAL's checkpoint
 // follows it shortly.

@@ -111,6 +111,9 @@ func TestPipeline_WatermarkAdvancesOnlyOverAGapFreePrefix(t *testing.T) {
 	if last := w.LastLSN(); last != lsns[2] {
 		t.Fatalf("refused submit reached the NodeWAL: last LSN %d, want %d", last, lsns[2])
 	}
+	if f := p.QueueFill(); f != 1 {
+		t.Fatalf("queue fill %v with MaxPending records pending, want 1", f)
+	}
 
 	steps := []struct {
 		name     string
@@ -125,7 +128,7 @@ func TestPipeline_WatermarkAdvancesOnlyOverAGapFreePrefix(t *testing.T) {
 	for _, st := range steps {
 		gc.release(jobID(st.release))
 		waitUntil(t, st.name, func() bool {
-			return metricValue(t, reg, "strata_pipeline_in_flight") == st.inFlight
+			return metricValue(t, reg, "strata_pipeline_in_flight") == st.inFlight && p.QueueFill() == st.inFlight/3
 		})
 		if got := p.Watermark(); got != st.want {
 			t.Fatalf("%s: watermark %d, want %d", st.name, got, st.want)
