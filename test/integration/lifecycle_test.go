@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"net"
 	"slices"
 	"sort"
 	"testing"
@@ -305,7 +306,10 @@ func partitionFromGates(t *testing.T, c *devcluster.Cluster, region string, cut 
 	if cut {
 		for _, g := range nodesOf(c, cluster.RoleGate, "") {
 			n, _ := c.Node(g)
-			host := n.Config.HTTPAddr[:len(n.Config.HTTPAddr)-len(":7100")]
+			host, _, err := net.SplitHostPort(n.Config.HTTPAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
 			peers = append(peers, map[string]any{"peer": host, "partitioned": true})
 		}
 	}
