@@ -79,6 +79,7 @@ func (n *Node) routes() http.Handler {
 		})
 	}
 	handle(internalProposePath, route{"POST": n.handlePropose})
+	handle(internalProposeManyPath, route{"POST": n.handleProposeMany})
 	handle(internalDeliverPath, route{"POST": n.handleDeliver})
 	// pprof, operator only (DESIGN §12: profiles on the admin listener).
 	mux.Handle("/debug/pprof/", n.operator(pprof.Index))

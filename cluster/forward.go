@@ -23,6 +23,10 @@ import (
 // Internal API paths and limits.
 const (
 	internalProposePath = "/internal/v1/propose"
+	// internalProposeManyPath takes a follower's coalesced batches: the
+	// body is an entry envelope (entry.go), the answer one proposeResponse
+	// per batch (see coalescer).
+	internalProposeManyPath = "/internal/v1/propose-many"
 	// maxInternalBody bounds a forwarded batch: one NodeWAL record.
 	maxInternalBody = 1 << 20
 	// maxInternalResponse bounds the answer read back (results of up to
@@ -55,8 +59,10 @@ func newNodeHTTPClient(faults *faultnet.Faults, httpAddr string) *http.Client {
 	return &http.Client{Transport: t, Timeout: nodeHTTPTimeout}
 }
 
-// proposeResponse is the leader's answer to a forwarded batch.
+// proposeResponse is the leader's answer to a forwarded batch. Status is
+// set inside a proposeManyResponse, where it is each batch's own.
 type proposeResponse struct {
+	Status  int          `json:"status,omitempty"`
 	Index   uint64       `json:"index"`
 	Results []resultWire `json:"results"`
 	Leader  string       `json:"leader,omitempty"` // on 421: the leader this node knows
@@ -142,16 +148,62 @@ func (n *Node) forwardBatch(ctx context.Context, leader Leader, batch []byte) (P
 	if err != nil {
 		return Proposal{}, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
+	return out.proposal(leader, status)
+}
+
+// proposal turns the leader's answer with its status into the proposal
+// or the error the pipeline acts on (see Forwarder).
+func (r *proposeResponse) proposal(leader Leader, status int) (Proposal, error) {
 	switch {
 	case status == http.StatusOK:
-		return Proposal{Index: out.Index, Results: decodeResults(out.Results)}, nil
+		return Proposal{Index: r.Index, Results: decodeResults(r.Results)}, nil
 	case status == http.StatusMisdirectedRequest:
-		return Proposal{}, &NotLeaderError{Leader: Leader{ID: out.Leader}, Err: fmt.Errorf("forwarded to %s, which is not the leader", leader.ID)}
-	case status == http.StatusBadRequest && out.Error != nil:
-		return Proposal{}, fmt.Errorf("%w: leader %s: %s", ErrInvalidBatch, leader.ID, out.Error.Message)
+		return Proposal{}, &NotLeaderError{Leader: Leader{ID: r.Leader}, Err: fmt.Errorf("forwarded to %s, which is not the leader", leader.ID)}
+	case status == http.StatusBadRequest && r.Error != nil:
+		return Proposal{}, fmt.Errorf("%w: leader %s: %s", ErrInvalidBatch, leader.ID, r.Error.Message)
 	default:
-		return Proposal{}, fmt.Errorf("forward to leader %s: %d: %s", leader.ID, status, out.message(status))
+		return Proposal{}, fmt.Errorf("forward to leader %s: %d: %s", leader.ID, status, r.message(status))
 	}
+}
+
+// proposeManyResponse is the leader's answer to a coalesced forward.
+type proposeManyResponse struct {
+	Batches []proposeResponse `json:"batches"`
+}
+
+// forwardMany is the coalescer's call: batches to the leader's
+// propose-many endpoint in one request.
+func (n *Node) forwardMany(ctx context.Context, leader Leader, batches [][]byte) ([]forwardOutcome, error) {
+	if len(batches) == 1 { // the single-batch endpoint skips the envelope
+		out, err := n.forwardBatch(ctx, leader, batches[0])
+		return []forwardOutcome{{out, err}}, nil
+	}
+	m, ok := n.members.Lookup(leader.ID)
+	if !ok || m.Meta.APIAddr == "" {
+		return nil, &NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
+	}
+	body := appendEntry(make([]byte, 0, encodedEntryLen(batches)), batches)
+	var out proposeManyResponse
+	status, err := n.postInternal(ctx, "http://"+m.Meta.APIAddr+internalProposeManyPath, body, []string{n.cfg.NodeID}, &out)
+	if err != nil {
+		return nil, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
+	}
+	if status != http.StatusOK {
+		var whole proposeResponse
+		if len(out.Batches) > 0 {
+			whole = out.Batches[0]
+		}
+		_, err := whole.proposal(leader, status)
+		return nil, err
+	}
+	if len(out.Batches) != len(batches) {
+		return nil, fmt.Errorf("forward to leader %s: %d answers for %d batches", leader.ID, len(out.Batches), len(batches))
+	}
+	outs := make([]forwardOutcome, len(batches))
+	for i := range out.Batches {
+		outs[i].out, outs[i].err = out.Batches[i].proposal(leader, out.Batches[i].Status)
+	}
+	return outs, nil
 }
 
 // postBatch sends an encoded batch to another node's internal endpoint
@@ -159,9 +211,16 @@ func (n *Node) forwardBatch(ctx context.Context, leader Leader, batch []byte) (P
 // its answer.
 func (n *Node) postBatch(ctx context.Context, u string, batch []byte, hops []string) (proposeResponse, int, error) {
 	var out proposeResponse
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(batch))
+	status, err := n.postInternal(ctx, u, batch, hops, &out)
+	return out, status, err
+}
+
+// postInternal posts body to another node's internal endpoint u and
+// decodes the JSON answer into out.
+func (n *Node) postInternal(ctx context.Context, u string, body []byte, hops []string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return out, 0, err
+		return 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
 	req.Header.Set("Content-Type", "application/octet-stream")
@@ -170,13 +229,13 @@ func (n *Node) postBatch(ctx context.Context, u string, batch []byte, hops []str
 	}
 	resp, err := n.httpc.Do(req)
 	if err != nil {
-		return out, 0, err
+		return 0, err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(&out); err != nil {
-		return out, resp.StatusCode, fmt.Errorf("status %d: %w", resp.StatusCode, err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(out); err != nil {
+		return resp.StatusCode, fmt.Errorf("status %d: %w", resp.StatusCode, err)
 	}
-	return out, resp.StatusCode, nil
+	return resp.StatusCode, nil
 }
 
 // message is the error an answer carries, or its status text.
@@ -199,16 +258,57 @@ func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := n.prop.Propose(r.Context(), batch)
+	status, resp := proposeAnswer(p, err)
+	writeJSON(w, status, resp)
+}
+
+// proposeAnswer is the status and answer for one batch's outcome on the
+// leader.
+func proposeAnswer(p Proposal, err error) (int, proposeResponse) {
 	var nle *NotLeaderError
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)})
+		return http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)}
 	case errors.As(err, &nle):
-		writeJSON(w, http.StatusMisdirectedRequest, proposeResponse{Leader: nle.Leader.ID,
-			Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}})
+		return http.StatusMisdirectedRequest, proposeResponse{Leader: nle.Leader.ID,
+			Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}}
 	case errors.Is(err, ErrInvalidBatch):
-		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}})
+		return http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}}
 	default:
-		writeJSON(w, http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}})
+		return http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}}
 	}
+}
+
+// handleProposeMany is the leader's side of forwardMany: 200 with one
+// answer (and status) per batch, or one whole-call answer as the only
+// element with the call's status (not the leader, malformed envelope).
+func (n *Node) handleProposeMany(w http.ResponseWriter, r *http.Request) {
+	if !clusterTokenOK(r, n.cfg.ClusterToken) {
+		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEntryBytes))
+	if err != nil {
+		writeError(w, tooLarge(MaxEntryBytes))
+		return
+	}
+	batches, err := decodeEntry(body)
+	if err != nil {
+		status, resp := proposeAnswer(Proposal{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err))
+		writeJSON(w, status, proposeManyResponse{Batches: []proposeResponse{resp}})
+		return
+	}
+	if err := n.prop.notLeader(nil); err != nil {
+		status, resp := proposeAnswer(Proposal{}, err)
+		writeJSON(w, status, proposeManyResponse{Batches: []proposeResponse{resp}})
+		return
+	}
+	props, errs := n.prop.ProposeMany(r.Context(), batches)
+	out := proposeManyResponse{Batches: make([]proposeResponse, len(batches))}
+	for i := range batches {
+		status, resp := proposeAnswer(props[i], errs[i])
+		resp.Status = status
+		out.Batches[i] = resp
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -261,8 +261,13 @@ func (n *Node) openPipeline() error {
 	if n.prop, err = NewProposer(n.raft.Raft, ProposerConfig{Logger: n.log, Registerer: n.reg}); err != nil {
 		return err
 	}
+	fwd, err := newCoalescer(n.forwardMany, n.reg)
+	if err != nil {
+		return err
+	}
+	n.bg.Go(func() { fwd.run(n.ctx) })
 	n.pipe, err = NewPipeline(PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
-		Forwarder: ForwarderFunc(n.forwardBatch), Logger: n.log, Registerer: n.reg})
+		Forwarder: fwd, Logger: n.log, Registerer: n.reg})
 	return err
 }
 

@@ -234,7 +234,7 @@ func (p *Proposer) Propose(ctx context.Context, batch []byte) (Proposal, error) 
 		return Proposal{}, err
 	}
 	pr := &proposal{batch: batch, events: n, done: make(chan struct{})}
-	if err := p.enqueue(pr); err != nil {
+	if err := p.enqueue(pr)[0]; err != nil {
 		return Proposal{}, err
 	}
 	select {
@@ -243,6 +243,49 @@ func (p *Proposer) Propose(ctx context.Context, batch []byte) (Proposal, error) 
 	case <-ctx.Done():
 		return Proposal{}, fmt.Errorf("cluster: propose: %w", ctx.Err())
 	}
+}
+
+// ProposeMany is Propose for several batches at once, as a follower's
+// coalesced forward hands them over: all are queued together (so they
+// share entries) and each gets its own outcome, in order. A batch that
+// fails validation or does not fit in the queue fails alone.
+func (p *Proposer) ProposeMany(ctx context.Context, batches [][]byte) ([]Proposal, []error) {
+	outs, errs := make([]Proposal, len(batches)), make([]error, len(batches))
+	if err := p.notLeader(nil); err != nil {
+		p.m.rejected.WithLabelValues("not_leader").Add(float64(len(batches)))
+		for i := range errs {
+			errs[i] = err
+		}
+		return outs, errs
+	}
+	props := make([]*proposal, 0, len(batches))
+	at := make([]int, 0, len(batches)) // props[k] is batches[at[k]]
+	for i, b := range batches {
+		n, err := batchEventCount(b)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		props = append(props, &proposal{batch: b, events: n, done: make(chan struct{})})
+		at = append(at, i)
+	}
+	for k, err := range p.enqueue(props...) {
+		if err != nil {
+			errs[at[k]], props[k] = err, nil
+		}
+	}
+	for k, pr := range props {
+		if pr == nil {
+			continue
+		}
+		select {
+		case <-pr.done:
+			outs[at[k]], errs[at[k]] = pr.out, pr.err
+		case <-ctx.Done():
+			errs[at[k]] = fmt.Errorf("cluster: propose: %w", ctx.Err())
+		}
+	}
+	return outs, errs
 }
 
 // notLeader returns a *NotLeaderError if this node is not the leader.
@@ -257,27 +300,35 @@ func (p *Proposer) notLeader(cause error) error {
 	return &NotLeaderError{Leader: Leader{ID: string(id), Addr: string(addr)}, Err: cause}
 }
 
-// enqueue adds pr to the queue if there is room.
-func (p *Proposer) enqueue(pr *proposal) error {
+// enqueue adds prs to the queue, each if there is room for it, and wakes
+// run once; errs[i] is prs[i]'s refusal. Adding them under one lock lets
+// a coalesced forward's batches share entries.
+func (p *Proposer) enqueue(prs ...*proposal) (errs []error) {
+	errs = make([]error, len(prs))
+	added := 0
 	p.mu.Lock()
-	switch {
-	case p.closed:
-		p.mu.Unlock()
-		return ErrClosed
-	case len(p.queue) >= p.cfg.QueueBatches || p.queuedBytes+len(pr.batch) > p.cfg.QueueBytes:
-		p.mu.Unlock()
-		p.m.rejected.WithLabelValues("backpressure").Inc()
-		return fmt.Errorf("%w: proposer queue holds %d batches", ErrBackpressure, p.cfg.QueueBatches)
+	for i, pr := range prs {
+		switch {
+		case p.closed:
+			errs[i] = ErrClosed
+		case len(p.queue) >= p.cfg.QueueBatches || p.queuedBytes+len(pr.batch) > p.cfg.QueueBytes:
+			p.m.rejected.WithLabelValues("backpressure").Inc()
+			errs[i] = fmt.Errorf("%w: proposer queue holds %d batches", ErrBackpressure, p.cfg.QueueBatches)
+		default:
+			p.queue = append(p.queue, pr)
+			p.queuedBytes += len(pr.batch)
+			added++
+		}
 	}
-	p.queue = append(p.queue, pr)
-	p.queuedBytes += len(pr.batch)
 	p.m.queued.Set(float64(len(p.queue)))
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	if added > 0 {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 	}
-	return nil
+	return errs
 }
 
 // run builds entries: it takes a slot (waiting while MaxInFlight entries

@@ -74,7 +74,7 @@ func queueN(t *testing.T, p *Proposer, n int, batch []byte) {
 		t.Fatal(err)
 	}
 	for range n {
-		if err := p.enqueue(&proposal{batch: batch, events: events, done: make(chan struct{})}); err != nil {
+		if err := p.enqueue(&proposal{batch: batch, events: events, done: make(chan struct{})})[0]; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestProposer_FullQueueFailsAtOnceWithBackpressure(t *testing.T) {
 	p := newIdleProposer(t, ProposerConfig{QueueBatches: 3})
 	batch := mustBatch(t, jobEvent(1))
 	queueN(t, p, 3, batch)
-	err := p.enqueue(&proposal{batch: batch, events: 1, done: make(chan struct{})})
+	err := p.enqueue(&proposal{batch: batch, events: 1, done: make(chan struct{})})[0]
 	if !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("enqueue into a full queue: %v, want ErrBackpressure", err)
 	}

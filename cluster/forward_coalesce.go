@@ -1,0 +1,203 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// A follower's pipeline forwards every client batch to the leader. Sent one
+// HTTP call each, the calls cost more CPU than the batches' commit: a
+// request and a response to parse and write on both sides, per batch. The
+// coalescer sends what queued while earlier calls were in flight as one
+// call, as the Proposer packs batches into one Raft entry: under load one
+// call carries tens of batches, at one client nothing waits (a batch that
+// finds a free slot goes at once).
+
+// Coalescer limits.
+const (
+	// coalesceInFlight bounds the forward calls in flight per follower:
+	// enough to keep the leader's proposer queue fed while one answer is
+	// on its way back.
+	coalesceInFlight = 4
+	// coalesceMaxBytes bounds the batches of one call (a single larger
+	// batch goes alone): the leader's body limit, MaxEntryBytes.
+	coalesceMaxBytes = MaxEntryBytes - entryOverheadBytes
+	// coalesceMaxBatches bounds the batches of one call.
+	coalesceMaxBatches = 1024
+	// coalesceCallTimeout bounds one coalesced call; each batch's own
+	// context still bounds how long its caller waits.
+	coalesceCallTimeout = 10 * time.Second
+)
+
+// forwardOutcome is one batch's answer in a coalesced call.
+type forwardOutcome struct {
+	out Proposal
+	err error
+}
+
+// postManyFunc sends batches to leader in one call: one outcome per batch,
+// or an error for the whole call.
+type postManyFunc func(ctx context.Context, leader Leader, batches [][]byte) ([]forwardOutcome, error)
+
+// coalescer is a Forwarder that merges concurrent forwards to the same
+// leader into one call. Safe for concurrent use; run must be running.
+type coalescer struct {
+	post  postManyFunc
+	calls prometheus.Histogram // batches per call
+	slots chan struct{}        // one token per call in flight
+	wake  chan struct{}        // the queue has work; capacity 1
+
+	mu     sync.Mutex
+	queue  []*forwardItem
+	closed bool
+}
+
+// forwardItem is one batch waiting for its call.
+type forwardItem struct {
+	ctx    context.Context
+	leader Leader
+	batch  []byte
+	res    forwardOutcome
+	done   chan struct{} // closed once res is set
+}
+
+// newCoalescer returns a coalescer sending with post; reg nil registers
+// no metrics.
+func newCoalescer(post postManyFunc, reg prometheus.Registerer) (*coalescer, error) {
+	calls := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strata_pipeline_forward_call_batches",
+		Help:    "Batches a follower sent to its leader per forward call (coalesced while earlier calls were in flight).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+	})
+	if reg != nil {
+		if err := reg.Register(calls); err != nil {
+			return nil, fmt.Errorf("cluster: coalescer metrics: %w", err)
+		}
+	}
+	return &coalescer{post: post, calls: calls, slots: make(chan struct{}, coalesceInFlight), wake: make(chan struct{}, 1)}, nil
+}
+
+// Forward queues batch for leader and waits for its outcome or ctx. A
+// batch whose caller gave up may still be sent (harmless: apply is
+// idempotent by event id, and the pipeline retries it anyway).
+func (c *coalescer) Forward(ctx context.Context, leader Leader, batch []byte) (Proposal, error) {
+	it := &forwardItem{ctx: ctx, leader: leader, batch: batch, done: make(chan struct{})}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return Proposal{}, ErrClosed
+	}
+	c.queue = append(c.queue, it)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-it.done:
+		return it.res.out, it.res.err
+	case <-ctx.Done():
+		return Proposal{}, fmt.Errorf("cluster: forward: %w", ctx.Err())
+	}
+}
+
+// run sends calls until ctx ends, then fails what is queued with
+// ErrClosed and waits for the calls in flight.
+func (c *coalescer) run(ctx context.Context) {
+	var calls sync.WaitGroup
+	defer func() {
+		c.mu.Lock()
+		c.closed = true
+		queued := c.queue
+		c.queue = nil
+		c.mu.Unlock()
+		for _, it := range queued {
+			it.finish(forwardOutcome{err: ErrClosed})
+		}
+		calls.Wait()
+	}()
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		items := c.take()
+		for items == nil {
+			select {
+			case <-c.wake:
+				items = c.take()
+			case <-ctx.Done():
+				<-c.slots
+				return
+			}
+		}
+		calls.Go(func() {
+			defer func() { <-c.slots }()
+			c.send(ctx, items)
+		})
+	}
+}
+
+// take removes the next call's items: the oldest live item and those
+// after it for the same leader, within the call limits. Items whose
+// caller gave up are dropped. Nil if nothing is queued.
+func (c *coalescer) take() []*forwardItem {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var items []*forwardItem
+	rest := c.queue[:0]
+	size := 0
+	for _, it := range c.queue {
+		switch {
+		case it.ctx.Err() != nil:
+			it.finish(forwardOutcome{err: fmt.Errorf("cluster: forward: %w", it.ctx.Err())})
+		case len(items) == 0 || (it.leader == items[0].leader && len(items) < coalesceMaxBatches &&
+			size+len(it.batch) <= coalesceMaxBytes):
+			items = append(items, it)
+			size += len(it.batch)
+		default:
+			rest = append(rest, it)
+		}
+	}
+	clear(c.queue[len(rest):])
+	c.queue = rest
+	if len(c.queue) > 0 {
+		select { // more than one call's worth: let the next slot take it
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return items
+}
+
+// send makes one call for items and hands each its outcome.
+func (c *coalescer) send(ctx context.Context, items []*forwardItem) {
+	ctx, cancel := context.WithTimeout(ctx, coalesceCallTimeout)
+	defer cancel()
+	batches := make([][]byte, len(items))
+	for i, it := range items {
+		batches[i] = it.batch
+	}
+	c.calls.Observe(float64(len(batches)))
+	outs, err := c.post(ctx, items[0].leader, batches)
+	if err == nil && len(outs) != len(items) {
+		err = fmt.Errorf("cluster: forward to %s: %d outcomes for %d batches", items[0].leader.ID, len(outs), len(items))
+	}
+	for i, it := range items {
+		if err != nil {
+			it.finish(forwardOutcome{err: err})
+			continue
+		}
+		it.finish(outs[i])
+	}
+}
+
+func (it *forwardItem) finish(res forwardOutcome) {
+	it.res = res
+	close(it.done)
+}
