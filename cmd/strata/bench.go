@@ -28,6 +28,12 @@ func newBenchCmd() *cobra.Command {
 		Long: `Run N concurrent clients, each sending its next write when the previous one
 is acknowledged, for --duration or --requests, whichever ends first.
 
+With --rate R, run an open loop instead: a write is due every 1/R seconds
+(R over all clients) whatever the answers so far, and goes to the first
+free one of --clients workers. Latency counts from the time a write was
+due, so waiting for a worker counts; writes due while every worker was
+busy are reported "late", writes still waiting at the end "unsent".
+
 Strata, --tier global: one job submit per request (POST /v1/jobs), or with
 --batch K > 1, K JobCreated events per POST /v1/events:batch, to gates.
 Strata, --tier regional: K WorkflowDispatched events per POST /v1/events:batch,
@@ -72,7 +78,8 @@ etcd (--target etcd): one put per request through etcd's JSON gateway
 	f.StringVar(&cfg.Target, "target", bench.TargetStrata, "system under test: strata or etcd")
 	f.StringVar(&cfg.Tier, "tier", bench.TierGlobal, "strata: global (jobs, to gates) or regional (workflow events, to managers)")
 	f.StringVar(&cfg.Durability, "durability", "", "strata: local, regional or global (default: the tier's own)")
-	f.IntVar(&cfg.Clients, "clients", 1, "concurrent clients")
+	f.IntVar(&cfg.Clients, "clients", 1, "concurrent clients (with --rate: workers, the most requests in flight)")
+	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: requests per second over all clients, latency counted from each request's due time (0: closed loop)")
 	f.Int64Var(&cfg.Requests, "requests", 0, "stop after this many requests in all (0: run for --duration)")
 	f.DurationVar(&cfg.Duration, "duration", bench.DefaultDuration, "stop after this long")
 	f.IntVar(&cfg.PayloadBytes, "payload", bench.DefaultPayloadBytes, "bytes per event body (etcd: per value)")

@@ -4,8 +4,10 @@
 # Starts a 3-member etcd cluster on 127.0.20.1-3 (fsync on, as Strata) and a
 # `strata dev` cluster on its own loopback subnet, runs `strata bench`
 # against each (one 200-byte write per request at 1, 64 and 256 clients;
-# Strata also batched), and rewrites the "## bench-compare" section of
-# BENCHMARKS.md from the JSON results. Every process it starts is stopped on
+# Strata also batched, and REGIONAL once more in an open loop at half of the
+# 256-client run's throughput, for the target "REGIONAL p99 under 10 ms at
+# half of the maximum throughput"), and rewrites the "## bench-compare"
+# section of BENCHMARKS.md from the JSON results. Every process it starts is stopped on
 # exit; its temporary directory is removed unless a run failed.
 #
 # Environment (defaults in brackets):
@@ -13,6 +15,8 @@
 #   BENCH_CLIENTS        client counts of the one-write-per-request runs ["1 64 256"]
 #   BENCH_BATCH          events per request of the batched Strata runs [1000]
 #   BENCH_BATCH_CLIENTS  client counts of the batched runs ["1 16"]
+#   BENCH_RATE_CLIENTS   workers of the open-loop REGIONAL run, at half of the
+#                        req/s of the REGIONAL run with the most BENCH_CLIENTS [256]
 #   BENCH_PAYLOAD        bytes per write [200]
 #   BENCH_ONLY           all, etcd or strata [all]
 #   BENCH_REGION         Strata region written to in the regional runs [use1]
@@ -31,6 +35,7 @@ duration=${BENCH_DURATION:-10s}
 clients=${BENCH_CLIENTS:-"1 64 256"}
 batch=${BENCH_BATCH:-1000}
 batch_clients=${BENCH_BATCH_CLIENTS:-"1 16"}
+rate_clients=${BENCH_RATE_CLIENTS:-256}
 payload=${BENCH_PAYLOAD:-200}
 only=${BENCH_ONLY:-all}
 region=${BENCH_REGION:-use1}
@@ -102,6 +107,32 @@ bench() {
 	fi
 }
 
+# req_per_s FILE: the requests_per_s of a `strata bench -o json` result.
+req_per_s() {
+	[ -s "$1" ] || return 1
+	sed -n 's/^  "requests_per_s": \([0-9.eE+-]*\),\{0,1\}$/\1/p' "$1" | grep .
+}
+
+# bench_half_rate: REGIONAL in an open loop at half of the req/s of the
+# REGIONAL run with the most clients (the maximum throughput measured).
+bench_half_rate() {
+	local most rps rate
+	# shellcheck disable=SC2086 # $clients is a list of numbers
+	most=$(printf '%s\n' $clients | sort -n | tail -n 1)
+	if ! rps=$(req_per_s "$work/results/strata-regional-c$most.json"); then
+		failed=1
+		log "no req/s from strata-regional-c$most: no open-loop run"
+		return
+	fi
+	rate=$(awk -v r="$rps" 'BEGIN { printf "%.0f", r / 2 }')
+	if [ "$rate" -lt 1 ]; then
+		failed=1
+		log "strata-regional-c$most made $rps req/s: too few for an open-loop run"
+		return
+	fi
+	bench "strata-regional-rate$rate" "$@" --tier regional --durability regional --clients "$rate_clients" --rate "$rate"
+}
+
 ensure_etcd() {
 	command -v etcd >/dev/null && return
 	log "etcd not found; installing Debian's etcd-server"
@@ -171,6 +202,7 @@ run_strata() {
 		bench "strata-regional-c$c" "${cf[@]}" "${wait[@]}" --tier regional --durability regional --clients "$c"
 		wait=()
 	done
+	bench_half_rate "${cf[@]}"
 	wait=(--wait-ready "${ready_timeout}s") # the gates, this time
 	for c in $clients; do
 		bench "strata-global-c$c" "${cf[@]}" "${wait[@]}" --tier global --durability global --clients "$c"

@@ -35,6 +35,10 @@ const (
 	// MaxClients bounds concurrent clients: each holds a connection and a
 	// 35 KiB histogram.
 	MaxClients = 4096
+	// MaxRate bounds an open-loop run's rate (requests per second over
+	// all workers): one goroutine hands out every slot, and beyond this
+	// its own pace, not the system's, would set the schedule.
+	MaxRate = 1_000_000
 	// MaxDuration bounds one run.
 	MaxDuration = time.Hour
 	// DefaultDuration is a run's length when none is given.
@@ -75,8 +79,17 @@ type Config struct {
 	Tier string
 	// Durability is the level to wait for; default the tier's own.
 	Durability string
-	// Clients is the number of concurrent clients; default 1.
+	// Clients is the number of concurrent clients; default 1. In an open
+	// loop (Rate > 0) it is the number of workers the slots are handed
+	// to, so at most Clients requests are in flight.
 	Clients int
+	// Rate, if positive, makes the run an open loop: requests are due at
+	// fixed intervals of 1/Rate seconds (Rate counts requests per second
+	// over all workers), whatever the answers so far, and each request's
+	// latency counts from the time it was due. 0: a closed loop, where
+	// each client sends its next request when the previous one is
+	// answered.
+	Rate float64
 	// Requests stops the run after this many requests in all; 0: none.
 	Requests int64
 	// Duration stops the run after this long; default DefaultDuration.
@@ -159,6 +172,8 @@ func (c Config) Validate() error {
 		return bad("tier %q: want %s or %s", c.Tier, TierRegional, TierGlobal)
 	case c.Clients < 1 || c.Clients > MaxClients:
 		return bad("clients %d: want 1..%d", c.Clients, MaxClients)
+	case !(c.Rate >= 0 && c.Rate <= MaxRate): // also refuses NaN
+		return bad("rate %v: want 0 (closed loop) up to %d requests per second", c.Rate, MaxRate)
 	case c.Requests < 0:
 		return bad("requests %d: want 0 (no limit) or more", c.Requests)
 	case c.Duration < 0 || c.Duration > MaxDuration:

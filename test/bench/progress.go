@@ -45,7 +45,11 @@ func startProgressBar(w io.Writer, p *Progress, requests int64, duration time.Du
 			}
 			ok, failed := p.OK.Load(), p.Failed.Load()
 			elapsed := time.Since(start)
-			bar.Describe(fmt.Sprintf("%d ok, %d failed, %.0f req/s", ok, failed, float64(ok)/elapsed.Seconds()))
+			desc := fmt.Sprintf("%d ok, %d failed, %.0f req/s", ok, failed, float64(ok)/elapsed.Seconds())
+			if late := p.Late.Load(); late > 0 {
+				desc += fmt.Sprintf(", %d late", late)
+			}
+			bar.Describe(desc)
 			if requests > 0 {
 				_ = bar.Set64(ok + failed)
 			} else {

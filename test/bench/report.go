@@ -32,8 +32,23 @@ type Result struct {
 	RequestsPerSec float64          `json:"requests_per_s"`
 	EventsPerSec   float64          `json:"events_per_s"`
 
-	// Latency of successful requests, milliseconds.
+	// Latency of successful requests, milliseconds: from the send in a
+	// closed loop, from the slot the request was due in an open loop.
 	Latency Latency `json:"latency_ms"`
+
+	// Rate describes an open-loop run's schedule; nil for a closed loop.
+	Rate *Rate `json:"rate,omitempty"`
+}
+
+// Rate is what an open-loop run scheduled and what it managed to send.
+// A late slot still waiting at the end is counted both late and unsent.
+type Rate struct {
+	TargetPerSec   float64 `json:"target_per_s"`   // the --rate asked for
+	AchievedPerSec float64 `json:"achieved_per_s"` // slots a worker took, per second of the run
+	Sent           int64   `json:"sent"`           // slots a worker took
+	Late           int64   `json:"late"`           // slots that came due while every worker was busy
+	Unsent         int64   `json:"unsent"`         // slots due by the end that no worker took
+	MaxLagMs       float64 `json:"max_lag_ms"`     // the longest from a slot's due time to a worker taking it
 }
 
 // Latency summarises the latency histogram, in milliseconds.
@@ -46,7 +61,7 @@ type Latency struct {
 	Mean float64 `json:"mean"`
 }
 
-func newResult(cfg Config, s *spec, bases []string, start time.Time, elapsed time.Duration, clients []*client) *Result {
+func newResult(cfg Config, s *spec, bases []string, start time.Time, elapsed time.Duration, clients []*client, p *pacer) *Result {
 	r := &Result{
 		Target: cfg.Target, Workload: s.workload, Addrs: bases, Clients: cfg.Clients, Batch: cfg.Batch,
 		BodyBytes: s.bodyBytes, StartedAt: start.UTC(), ElapsedSec: elapsed.Seconds(),
@@ -56,7 +71,9 @@ func newResult(cfg Config, s *spec, bases []string, start time.Time, elapsed tim
 		r.Tier, r.Durability = cfg.Tier, cfg.Durability
 	}
 	var h Histogram
+	var maxLag time.Duration
 	for _, c := range clients {
+		maxLag = max(maxLag, c.maxLag)
 		h.Merge(&c.hist)
 		r.Requests += c.ok
 		r.Events += c.events
@@ -77,6 +94,12 @@ func newResult(cfg Config, s *spec, bases []string, start time.Time, elapsed tim
 		P50: ms(h.Quantile(0.5)), P90: ms(h.Quantile(0.9)), P99: ms(h.Quantile(0.99)),
 		P999: ms(h.Quantile(0.999)), Max: ms(h.Max()), Mean: ms(h.Mean()),
 	}
+	if p != nil {
+		r.Rate = &Rate{TargetPerSec: p.rate, Sent: p.sent, Late: p.late, Unsent: p.unsent, MaxLagMs: ms(maxLag)}
+		if elapsed > 0 {
+			r.Rate.AchievedPerSec = float64(p.sent) / elapsed.Seconds()
+		}
+	}
 	return r
 }
 
@@ -95,9 +118,19 @@ func (r *Result) WriteTable(w io.Writer) error {
 		target = fmt.Sprintf("%s, %s tier, durability %s", r.Target, r.Tier, r.Durability)
 	}
 	fmt.Fprintf(tw, "target\t%s (%d address%s)\n", target, len(r.Addrs), plural(len(r.Addrs), "es"))
-	fmt.Fprintf(tw, "workload\t%s: %d event%s per request, %d-byte bodies, %d client%s\n",
-		r.Workload, r.Batch, plural(r.Batch, "s"), r.BodyBytes, r.Clients, plural(r.Clients, "s"))
+	senders := "client"
+	if r.Rate != nil {
+		senders = "worker"
+	}
+	fmt.Fprintf(tw, "workload\t%s: %d event%s per request, %d-byte bodies, %d %s%s\n",
+		r.Workload, r.Batch, plural(r.Batch, "s"), r.BodyBytes, r.Clients, senders, plural(r.Clients, "s"))
 	fmt.Fprintf(tw, "elapsed\t%.2f s\n", r.ElapsedSec)
+	if o := r.Rate; o != nil {
+		fmt.Fprintf(tw, "open loop\ttarget %s req/s, sent %s req/s\tlatency counts from each request's due time\n",
+			perSec(o.TargetPerSec), perSec(o.AchievedPerSec))
+		fmt.Fprintf(tw, "behind\t%s late (due while all %d workers were busy; sent when one was free), %s unsent at the end, max lag from due to sent %s\n",
+			thousands(float64(o.Late)), r.Clients, thousands(float64(o.Unsent)), FormatMs(o.MaxLagMs))
+	}
 	fmt.Fprintf(tw, "requests\t%s ok, %s failed\t%s req/s\n", thousands(float64(r.Requests)), thousands(float64(r.Failed)), thousands(r.RequestsPerSec))
 	fmt.Fprintf(tw, "events\t%s ok\t%s events/s\n", thousands(float64(r.Events)), thousands(r.EventsPerSec))
 	l := r.Latency
@@ -126,6 +159,14 @@ func FormatMs(ms float64) string {
 		return fmt.Sprintf("%.0f ms", ms)
 	}
 	return fmt.Sprintf("%.2f s", ms/1000)
+}
+
+// perSec renders a rate: two decimals below 10, else as thousands.
+func perSec(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return thousands(v)
 }
 
 // thousands renders v rounded, with comma separators: 12,345.

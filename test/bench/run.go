@@ -25,6 +25,7 @@ import (
 type Progress struct {
 	OK     atomic.Int64
 	Failed atomic.Int64
+	Late   atomic.Int64 // open loop: slots that came due while every worker was busy
 }
 
 // Run sends cfg's workload until cfg.Requests have been sent, cfg.Duration
@@ -33,13 +34,19 @@ type Progress struct {
 // cfg.WaitReady, on nodes that do not become ready; failed requests are
 // counted in the result, by cause.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	return run(ctx, cfg, systemClock{}, &Progress{})
+}
+
+// run is Run with the clock and progress counters given: tests pass a
+// manual clock and watch the counters.
+func run(ctx context.Context, cfg Config, clk clock, progress *Progress) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails
-	s, err := newSpec(cfg, binary.BigEndian.Uint32(nonce[:]), time.Now())
+	s, err := newSpec(cfg, binary.BigEndian.Uint32(nonce[:]), clk.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -65,44 +72,77 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	start := time.Now()
+	start := clk.Now()
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	var progress Progress
-	stopBar := startProgressBar(cfg.Progress, &progress, cfg.Requests, cfg.Duration)
+	stopBar := startProgressBar(cfg.Progress, progress, cfg.Requests, cfg.Duration)
 
-	var issued atomic.Int64
 	clients := make([]*client, cfg.Clients)
-	var wg sync.WaitGroup
 	for i := range clients {
-		c := &client{
+		clients[i] = &client{
 			gen: s.generator(i), url: bases[i%len(bases)] + s.path(), token: cfg.Token,
-			etcd: cfg.Target == TargetEtcd, http: httpClient, progress: &progress,
+			etcd: cfg.Target == TargetEtcd, http: httpClient, clk: clk, progress: progress,
 			errors: map[string]int64{}, rejected: map[string]int64{},
 		}
-		clients[i] = c
+	}
+	var p *pacer
+	if cfg.Rate > 0 {
+		p = newPacer(clk, start, cfg.Rate, cfg.Requests, cfg.Clients, progress)
+		openLoop(runCtx, p, clients)
+	} else {
+		closedLoop(runCtx, cfg.Requests, clients)
+	}
+	elapsed := clk.Now().Sub(start)
+	stopBar()
+	return newResult(cfg, s, bases, start, elapsed, clients, p), nil
+}
+
+// closedLoop runs every client until limit requests are sent in all (0:
+// no limit) or ctx ends; each sends its next request when the previous
+// one is answered.
+func closedLoop(ctx context.Context, limit int64, clients []*client) {
+	var issued atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range clients {
 		wg.Go(func() {
-			for runCtx.Err() == nil {
-				if cfg.Requests > 0 && issued.Add(1) > cfg.Requests {
+			for ctx.Err() == nil {
+				if limit > 0 && issued.Add(1) > limit {
 					return
 				}
-				c.do(runCtx)
+				if !c.do(ctx, time.Time{}) {
+					c.backoff(ctx)
+				}
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	stopBar()
-	return newResult(cfg, s, bases, start, elapsed, clients), nil
 }
 
-// client is one closed-loop sender.
+// openLoop lets the pacer hand its slots to the clients, as a pool of
+// workers, until it stops; a request's latency counts from its slot.
+func openLoop(ctx context.Context, p *pacer, clients []*client) {
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for at := range p.work {
+				c.maxLag = max(c.maxLag, c.clk.Now().Sub(at))
+				c.do(ctx, at)
+				p.done()
+			}
+		})
+	}
+	p.run(ctx)
+	wg.Wait()
+}
+
+// client is one sender: a closed-loop client, or an open-loop worker.
 type client struct {
 	gen      *generator
 	url      string
 	token    string
 	etcd     bool
 	http     *http.Client
+	clk      clock
 	progress *Progress
 
 	hist     Histogram
@@ -111,56 +151,65 @@ type client struct {
 	failed   int64
 	errors   map[string]int64 // failed requests by cause
 	rejected map[string]int64 // events a successful batch rejected, by code
+	maxLag   time.Duration    // open loop: the longest from a slot's due time to this worker taking it
 	resp     bytes.Buffer
 }
 
-// do sends one request and records its outcome.
-func (c *client) do(ctx context.Context) {
-	body, events := c.gen.next(time.Now())
+// do sends one request and records its outcome; it reports false if
+// the request failed. The latency counts from "from" (an open-loop slot)
+// or, if that is zero, from the moment the request is sent.
+func (c *client) do(ctx context.Context, from time.Time) bool {
+	body, events := c.gen.next(c.clk.Now())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		c.fail(ctx, "request: "+err.Error())
-		return
+		return c.fail("request: " + err.Error())
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	t0 := time.Now()
+	if from.IsZero() {
+		from = c.clk.Now()
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return // cut by the end of the run: not counted
+			return true // cut by the end of the run: not counted
 		}
-		c.fail(ctx, transportCause(err))
-		return
+		return c.fail(transportCause(err))
 	}
 	c.resp.Reset()
 	_, err = c.resp.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
 	resp.Body.Close()
-	latency := time.Since(t0)
+	latency := c.clk.Now().Sub(from)
 	if err != nil {
 		if ctx.Err() != nil {
-			return
+			return true
 		}
-		c.fail(ctx, transportCause(err))
-		return
+		return c.fail(transportCause(err))
 	}
 	if resp.StatusCode/100 != 2 {
-		c.fail(ctx, c.statusCause(resp.StatusCode, c.resp.Bytes()))
-		return
+		return c.fail(c.statusCause(resp.StatusCode, c.resp.Bytes()))
 	}
 	c.hist.Record(latency)
 	c.ok++
 	c.events += int64(events - c.countRejected(c.resp.Bytes()))
 	c.progress.OK.Add(1)
+	return true
 }
 
-func (c *client) fail(ctx context.Context, cause string) {
+// fail records a failed request; it returns false, for do to pass on.
+func (c *client) fail(cause string) bool {
 	c.failed++
 	c.errors[cause]++
 	c.progress.Failed.Add(1)
-	// Pause briefly so that a dead node does not become a busy loop.
+	return false
+}
+
+// backoff pauses a closed-loop client after a failure, so that a dead
+// node does not become a busy loop. Open-loop workers need none: the
+// schedule paces them.
+func (c *client) backoff(ctx context.Context) {
 	t := time.NewTimer(errorBackoff)
 	defer t.Stop()
 	select {
