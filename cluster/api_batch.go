@@ -181,11 +181,63 @@ func (n *Node) stampEvents(p Principal, events []fsm.Event) error {
 	return nil
 }
 
-// decodeBatchRequest decodes {"events": [...]} in one pass: it walks the
-// array token by token and decodes each event in place, so the count is
-// checked before an event past the limit is decoded and every event's
-// error names its index.
+// decodeBatchRequest decodes {"events": [...]}. The usual form takes
+// fsm.ReadEventsJSON, one pass without reflection; anything else takes
+// decodeBatchStandard, which decides and writes every error, so both paths
+// accept and refuse alike (FuzzDecodeBatchMatchesReference).
 func decodeBatchRequest(body []byte) (api.BatchRequest, error) {
+	if events, ok := readBatch(body); ok {
+		return api.BatchRequest{Events: events}, nil
+	}
+	return decodeBatchStandard(body)
+}
+
+// readBatch reads a non-empty {"events": [...]} within the count limit
+// whose events fsm.ReadEventsJSON takes; false leaves the request to
+// decodeBatchStandard.
+func readBatch(body []byte) ([]fsm.Event, bool) {
+	i, ok := skipToken(body, 0, `{`)
+	if ok {
+		i, ok = skipToken(body, i, `"events"`)
+	}
+	if ok {
+		i, ok = skipToken(body, i, `:`)
+	}
+	if !ok {
+		return nil, false
+	}
+	events, n, ok := fsm.ReadEventsJSON(body[i:], fsm.MaxBatchEvents)
+	if !ok || len(events) == 0 {
+		return nil, false
+	}
+	if i, ok = skipToken(body, i+n, `}`); !ok || skipSpace(body, i) != len(body) {
+		return nil, false
+	}
+	return events, true
+}
+
+// skipToken skips whitespace and tok at b[i:], returning where it ends.
+func skipToken(b []byte, i int, tok string) (int, bool) {
+	i = skipSpace(b, i)
+	if !bytes.HasPrefix(b[i:], []byte(tok)) {
+		return i, false
+	}
+	return i + len(tok), true
+}
+
+// skipSpace returns the index of the first non-whitespace byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// decodeBatchStandard decodes {"events": [...]} with encoding/json: it walks
+// the array token by token and decodes each event in place, so the count is
+// checked before an event past the limit is decoded and every event's error
+// names its index.
+func decodeBatchStandard(body []byte) (api.BatchRequest, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var req api.BatchRequest

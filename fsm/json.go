@@ -75,8 +75,21 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; unknown fields are refused.
-// It does not run Validate.
+// It does not run Validate. The usual forms take the one-pass reader
+// (json_read.go); the rest, errors included, take encoding/json.
 func (e *Event) UnmarshalJSON(b []byte) error {
+	r := jsonReader{b: b}
+	var d Event
+	if r.event(&d); r.atEnd() {
+		*e = d
+		return nil
+	}
+	return e.unmarshalStandard(b)
+}
+
+// unmarshalStandard decodes with encoding/json: it decides for everything
+// the one-pass reader does not take, and writes every error.
+func (e *Event) unmarshalStandard(b []byte) error {
 	var j eventJSON
 	if err := decodeStrict(b, &j); err != nil {
 		return err
