@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -114,8 +113,7 @@ func (n *Node) relay(ctx context.Context, m Member, group string, batch []byte, 
 
 // handleDeliver is a relay's or the target group's side of deliver.
 func (n *Node) handleDeliver(w http.ResponseWriter, r *http.Request) {
-	if !clusterTokenOK(r, n.cfg.ClusterToken) {
-		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
+	if !n.internalCaller(w, r) {
 		return
 	}
 	group := r.URL.Query().Get("group")
@@ -128,9 +126,8 @@ func (n *Node) handleDeliver(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusLoopDetected, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: "relay loop through " + n.cfg.NodeID}})
 		return
 	}
-	batch, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxInternalBody))
-	if err != nil {
-		writeError(w, tooLarge(maxInternalBody))
+	batch, ok := internalBody(w, r, maxInternalBody)
+	if !ok {
 		return
 	}
 	p, err := n.deliver(r.Context(), group, batch, hops)

@@ -246,15 +246,33 @@ func (r *proposeResponse) message(status int) string {
 	return http.StatusText(status)
 }
 
-// handlePropose is the leader's side of forwardBatch.
-func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
+// internalCaller answers 401 unless r carries the cluster token.
+func (n *Node) internalCaller(w http.ResponseWriter, r *http.Request) bool {
 	if !clusterTokenOK(r, n.cfg.ClusterToken) {
 		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
+		return false
+	}
+	return true
+}
+
+// internalBody reads the body of an internal call, answering 413 itself
+// when it is over limit.
+func internalBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		writeError(w, tooLarge(limit))
+		return nil, false
+	}
+	return body, true
+}
+
+// handlePropose is the leader's side of forwardBatch.
+func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
+	if !n.internalCaller(w, r) {
 		return
 	}
-	batch, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxInternalBody))
-	if err != nil {
-		writeError(w, tooLarge(maxInternalBody))
+	batch, ok := internalBody(w, r, maxInternalBody)
+	if !ok {
 		return
 	}
 	p, err := n.prop.Propose(r.Context(), batch)
@@ -283,13 +301,11 @@ func proposeAnswer(p Proposal, err error) (int, proposeResponse) {
 // answer (and status) per batch, or one whole-call answer as the only
 // element with the call's status (not the leader, malformed envelope).
 func (n *Node) handleProposeMany(w http.ResponseWriter, r *http.Request) {
-	if !clusterTokenOK(r, n.cfg.ClusterToken) {
-		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
+	if !n.internalCaller(w, r) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEntryBytes))
-	if err != nil {
-		writeError(w, tooLarge(MaxEntryBytes))
+	body, ok := internalBody(w, r, MaxEntryBytes)
+	if !ok {
 		return
 	}
 	batches, err := decodeEntry(body)
