@@ -46,13 +46,32 @@ const (
 	raftLogCacheEntries = 64
 )
 
-// raftTimings returns the timeouts for kind. LAN: a heartbeat every few
-// milliseconds of round trip, elections in well under a second so that
-// writes resume within 2 s of a leader kill. WAN: round trips of 50-300 ms,
-// so timeouts several round trips long to avoid needless elections.
+// raftTimings returns the timeouts for kind. Writes must resume within 2 s
+// of a leader's kill -9, and the heartbeat timeout (HT) sets that time:
+// hashicorp/raft checks a follower's last contact on a timer re-armed at
+// random in [HT, 2×HT), so a follower notices a dead leader HT to ~3×HT
+// after its last heartbeat; a survivor refuses (pre-)votes while it still
+// has a leader, so the election waits for the later of the two survivors
+// to notice. If the one with the longer log noticed first, it retries
+// only after its election timeout, [ET, 2×ET): ET = HT, the least
+// hashicorp/raft allows. LAN (regional): sub-millisecond round trips.
+//
+// WAN (global): gates see round trips of up to ~100 ms (strata dev
+// --wan-latency 50ms). HT 500 ms is 5 of them; the leader heartbeats
+// every HT/10 to HT/5 and waits a round trip for each answer, so a
+// follower times out only after ~3 heartbeats in a row went missing
+// (measured under --wan-latency 50ms: a follower's last contact at most
+// ~220 ms old, idle or under load). Writes then resume 0.8-1.6 s after a
+// leader's kill (3 more round trips under WAN latency: pre-vote, vote,
+// first commit); with HT 1 s they took 1.7-3.6 s. The lease (a leader
+// that heard from no quorum for that long steps down) only hastens the
+// exit of a cut-off leader, strong reads verify leadership with a quorum;
+// it is HT, the most hashicorp/raft allows, so that a stall trips no
+// earlier at the leader than at its followers. Round trips much above
+// 100 ms need larger values.
 func raftTimings(kind GroupKind) (heartbeat, election, lease, commit time.Duration) {
 	if kind == GroupGlobal {
-		return 1000 * time.Millisecond, 1000 * time.Millisecond, 500 * time.Millisecond, 50 * time.Millisecond
+		return 500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond, 50 * time.Millisecond
 	}
 	return 300 * time.Millisecond, 300 * time.Millisecond, 150 * time.Millisecond, 10 * time.Millisecond
 }

@@ -155,13 +155,17 @@ type acks struct {
 	mu    sync.Mutex
 	ids   []string
 	times []time.Time
-	fails int
+	// starts is when the call of each acknowledgement began.
+	starts []time.Time
+	fails  int
 }
 
-func (a *acks) ok(id string) {
+// ok records id, acknowledged now for a call that began at started.
+func (a *acks) ok(id string, started time.Time) {
 	a.mu.Lock()
 	a.ids = append(a.ids, id)
 	a.times = append(a.times, time.Now())
+	a.starts = append(a.starts, started)
 	a.mu.Unlock()
 }
 
@@ -171,13 +175,15 @@ func (a *acks) failed() {
 	a.mu.Unlock()
 }
 
-// resumedAfter is the time from t0 to the first acknowledgement after it
-// (the write outage a kill at t0 caused), or -1 if none.
+// resumedAfter is the time from t0 to the first acknowledgement of a call
+// begun after t0 (the write outage a kill at t0 caused), or -1 if none.
+// Calls begun before t0 do not count: their writes may have committed
+// before the kill, with only the answer arriving after it.
 func (a *acks) resumedAfter(t0 time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, at := range a.times {
-		if at.After(t0) {
+	for i, at := range a.times {
+		if a.starts[i].After(t0) {
 			return at.Sub(t0)
 		}
 	}
@@ -197,6 +203,7 @@ func writeJobs(ctx context.Context, cl *api.Client, writers int, durability, reg
 	for range writers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
+				started := time.Now()
 				cctx, cancel := context.WithTimeout(ctx, callTimeout)
 				res, _, err := cl.SubmitJob(cctx, jobSpec(region), api.WriteOptions{Durability: durability})
 				cancel()
@@ -204,7 +211,7 @@ func writeJobs(ctx context.Context, cl *api.Client, writers int, durability, reg
 					a.failed()
 					continue
 				}
-				a.ok(res.JobID)
+				a.ok(res.JobID, started)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-ledger/strata/cluster"
 	"github.com/strata-ledger/strata/cluster/devcluster"
@@ -34,6 +35,7 @@ func writeWorkers(ctx context.Context, cl *api.Client, writers int, a *acks) *sy
 					names = append(names, name)
 					req.Events = append(req.Events, fsm.Event{Type: fsm.TypeWorkerJoined, Body: &fsm.WorkerJoined{Worker: name, Capacity: 1}})
 				}
+				started := time.Now()
 				cctx, cancel := context.WithTimeout(ctx, callTimeout)
 				res, _, err := cl.SubmitEvents(cctx, req, api.WriteOptions{Durability: api.DurabilityRegional})
 				cancel()
@@ -43,7 +45,7 @@ func writeWorkers(ctx context.Context, cl *api.Client, writers int, a *acks) *sy
 				}
 				for i, r := range res.Results {
 					if r.Outcome == "applied" || r.Outcome == "duplicate" {
-						a.ok(names[i])
+						a.ok(names[i], started)
 					}
 				}
 			}
