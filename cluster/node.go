@@ -268,7 +268,31 @@ func (n *Node) openPipeline() error {
 	n.bg.Go(func() { fwd.run(n.ctx) })
 	n.pipe, err = NewPipeline(PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
 		Forwarder: fwd, Logger: n.log, Registerer: n.reg})
-	return err
+	if err != nil {
+		return err
+	}
+	n.bg.Go(n.watchLeader)
+	return nil
+}
+
+// watchLeader tells the pipeline of every leader change Raft observes, so
+// records waiting to retry try the new leader at once.
+func (n *Node) watchLeader() {
+	obs := make(chan raft.Observation, 1) // a pending signal covers later ones
+	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.Raft.RegisterObserver(o)
+	defer n.raft.Raft.DeregisterObserver(o)
+	for {
+		select {
+		case <-obs:
+			n.pipe.LeaderChanged()
+		case <-n.ctx.Done():
+			return
+		}
+	}
 }
 
 func (n *Node) startMembership() error {
