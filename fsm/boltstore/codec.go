@@ -170,8 +170,9 @@ func checkEntries(b []byte, count int, after []byte) error {
 }
 
 // insertEntry inserts an entry into checked entries at its place (its key
-// is not there yet) and returns the result, which may share b's array.
-func insertEntry(b, key, chain []byte) []byte {
+// is not there yet) and returns the result, which may share b's array,
+// and the offset of the new entry in it.
+func insertEntry(b, key, chain []byte) ([]byte, int) {
 	at := len(b)
 	for rest := b; len(rest) > 0; {
 		k, _, r := nextEntry(rest)
@@ -182,13 +183,13 @@ func insertEntry(b, key, chain []byte) []byte {
 		rest = r
 	}
 	if at == len(b) {
-		return appendEntry(b, key, chain)
+		return appendEntry(b, key, chain), at
 	}
 	n := sortLen + 1 + len(chain)
 	b = append(b, make([]byte, n)...)
 	copy(b[at+n:], b[at:len(b)-n])
 	appendEntry(b[at:at], key, chain)
-	return b
+	return b, at
 }
 
 // splitEntries returns the offset after the first n of checked entries.
@@ -200,12 +201,12 @@ func splitEntries(b []byte, n int) int {
 	return len(b) - len(rest)
 }
 
-// lastEntryKey returns the key of the last of checked entries, nil if
-// there are none.
-func lastEntryKey(b []byte) []byte {
+// lastEntry returns the last of checked entries, nil if there are none.
+func lastEntry(b []byte) []byte {
 	var last []byte
 	for len(b) > 0 {
-		last, _, b = nextEntry(b)
+		_, _, rest := nextEntry(b)
+		last, b = b[:len(b)-len(rest)], rest
 	}
 	return last
 }

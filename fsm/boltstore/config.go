@@ -61,6 +61,11 @@ type Config struct {
 	// Logger receives the store's few events (a discarded file, a
 	// restore). Default: discard.
 	Logger *slog.Logger
+
+	// statistics keeps bbolt's DB.Stats (off in production: a lock per
+	// transaction for numbers nothing reads); benchmarks turn it on to
+	// count the pages a commit writes.
+	statistics bool
 }
 
 // Validate fills defaults and checks c.

@@ -29,10 +29,16 @@ func (t *tx) addHistory(se *fsm.StoredEvent, ck []byte) error {
 		return t.insertSealed(e, key[:], ck)
 	}
 	t.markDirty(e)
-	if last := lastEntryKey(e.tail); last == nil || bytes.Compare(last, key[:]) < 0 {
+	if last := e.lastKey(); last == nil || bytes.Compare(last, key[:]) < 0 {
+		e.lastAt = len(e.tail)
 		e.tail = appendEntry(e.tail, key[:], ck)
 	} else {
-		e.tail = insertEntry(e.tail, key[:], ck)
+		var at int
+		if e.tail, at = insertEntry(e.tail, key[:], ck); at > e.lastAt {
+			e.lastAt = at // not reached: keys are unique
+		} else {
+			e.lastAt += sortLen + 1 + len(ck) // the last entry moved up
+		}
 	}
 	if e.count++; e.count >= t.tailK {
 		return t.seal(e)
@@ -49,7 +55,7 @@ func (t *tx) seal(e *jobEntry) error {
 		return fmt.Errorf("boltstore: seal history of job %s: %w", e.id, err)
 	}
 	e.sealed = true
-	copy(e.sealedMax[:], lastEntryKey(e.tail))
+	copy(e.sealedMax[:], e.lastKey())
 	e.tail, e.count = e.tail[:0], 0
 	return nil
 }
@@ -69,7 +75,7 @@ func (t *tx) insertSealed(e *jobEntry, key, ck []byte) error {
 	}
 	first, _, _ := nextEntry(entries)
 	oldKey := bytes.Clone(k)
-	entries = insertEntry(bytes.Clone(entries), key, ck)
+	entries, _ = insertEntry(bytes.Clone(entries), key, ck)
 	count++
 	if bytes.Compare(key, first) < 0 {
 		if err := t.history.Delete(oldKey); err != nil {

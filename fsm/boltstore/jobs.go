@@ -20,7 +20,17 @@ type jobEntry struct {
 	sealedMax [sortLen]byte
 	count     int    // tail entries
 	tail      []byte // tail entries, encoded
+	lastAt    int    // offset of the last tail entry, if count > 0
 	dirty     bool   // the value must be written at flush
+}
+
+// lastKey returns the key of the last tail entry, nil if the tail is
+// empty: kept as an offset, so adding an event does not walk the tail.
+func (e *jobEntry) lastKey() []byte {
+	if e.count == 0 {
+		return nil
+	}
+	return e.tail[e.lastAt : e.lastAt+sortLen]
 }
 
 // current returns the job's state; nil if it has none.
@@ -87,6 +97,7 @@ func (t *tx) loadEntry(id string) (*jobEntry, error) {
 	if jv.count > 0 {
 		e.tail = make([]byte, len(jv.tail), len(jv.tail)+len(jv.tail)/jv.count*2)
 		copy(e.tail, jv.tail)
+		e.lastAt = len(jv.tail) - len(lastEntry(jv.tail))
 	}
 	return e, nil
 }

@@ -157,7 +157,7 @@ func (s *Store) options(readOnly bool) *bolt.Options {
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: s.cfg.InitialMmapBytes,
-		NoStatistics:    true,
+		NoStatistics:    !s.cfg.statistics,
 		ReadOnly:        readOnly,
 	}
 }
@@ -363,6 +363,6 @@ func (s *Store) endUpdate(t *tx, committed bool) {
 	}
 	clear(t.blocks)
 	clear(t.dirty)
-	t.dirty, t.missed, t.btx = t.dirty[:0], false, nil
+	t.dirty, t.missed, t.btx, t.evCursor, t.wfCursor = t.dirty[:0], false, nil, nil, nil
 	s.ar.reset()
 }

@@ -49,3 +49,18 @@ func TestLedger_DefaultTailAndFsyncAgainstModel(t *testing.T) {
 	fsmtest.Drive(t, seed, led, m, 3000, 40)
 	fsmtest.CompareWithModel(t, led, m)
 }
+
+// The model test with a job cache of one entry: nearly every job is read
+// back from the file in each batch, so what a job value decodes to
+// (its tail and where the tail ends) meets appends, late inserts and
+// seals, not only what the cache kept from an earlier batch.
+func TestLedger_JobsReadFromFileAgainstModel(t *testing.T) {
+	const seed = 37
+	t.Logf("seed %d", seed)
+	cfg := testConfig(t)
+	cfg.JobCacheEntries = 1
+	led := ledgerOn(t, openStore(t, cfg))
+	m := fsmtest.NewModel()
+	fsmtest.Drive(t, seed, led, m, 3000, 40)
+	fsmtest.CompareWithModel(t, led, m)
+}

@@ -27,6 +27,8 @@ type tx struct {
 	meta, chains, events, heads, jobs, history, index, workflows, workers, marks *bolt.Bucket
 
 	evCursor *bolt.Cursor // Event's, created on first use
+	wfCursor *bolt.Cursor // Workflow's, created on first use
+	wfKey    []byte       // scratch: the key Workflow seeks
 
 	// Write transactions only.
 	ar         *arena
@@ -53,7 +55,7 @@ var errReadOnly = errors.New("boltstore: write in a read-only transaction")
 // be missing from a read-only transaction: a layout-1 image being
 // verified (verifyImage) has none yet, and reads then find no marks.
 func (t *tx) bind(btx *bolt.Tx) error {
-	t.btx, t.evCursor = btx, nil
+	t.btx, t.evCursor, t.wfCursor = btx, nil, nil
 	ptrs := []**bolt.Bucket{&t.meta, &t.chains, &t.events, &t.heads, &t.jobs, &t.history, &t.index, &t.workflows, &t.workers, &t.marks}
 	for i, name := range allBuckets {
 		if *ptrs[i] = btx.Bucket(name); *ptrs[i] == nil && (t.write || !bytes.Equal(name, bucketMarks)) {
@@ -192,9 +194,15 @@ func (t *tx) Jobs(tenant, after string, fn func(*fsm.JobState) error) error {
 	return nil
 }
 
+// Workflow seeks one cursor, reused by the many lookups of a batch (a
+// Get makes a new cursor each time), with a reused key.
 func (t *tx) Workflow(id string) (*fsm.WorkflowState, error) {
-	v := t.workflows.Get([]byte(id))
-	if v == nil {
+	if t.wfCursor == nil {
+		t.wfCursor = t.workflows.Cursor()
+	}
+	t.wfKey = append(t.wfKey[:0], id...)
+	k, v := t.wfCursor.Seek(t.wfKey)
+	if v == nil || !bytes.Equal(k, t.wfKey) {
 		return nil, nil
 	}
 	w, err := fsm.DecodeWorkflowState(v)
