@@ -362,8 +362,11 @@ func TestNode_OperatorCalls(t *testing.T) {
 		t.Fatalf("join: %d %s", r.status, r.body)
 	}
 	c.waitReady(victim)
-	c.call(victim, "GET", "/v1/cluster/raft", testAdminToken, nil).decode(t, &st)
-	if len(st.Groups[0].Peers) != 3 {
-		t.Fatalf("after rejoin: %+v", st.Groups[0].Peers)
-	}
+	// Ready can come before the victim has the entry that added it back
+	// (its log already holds the one that removed it): wait for it.
+	c.waitFor(victim+" to see 3 peers after rejoining", func() bool {
+		var st api.RaftStatus
+		c.call(victim, "GET", "/v1/cluster/raft", testAdminToken, nil).decode(t, &st)
+		return len(st.Groups) == 1 && len(st.Groups[0].Peers) == 3
+	})
 }
