@@ -19,9 +19,10 @@ import (
 
 // Coalescer limits.
 const (
-	// coalesceInFlight bounds the forward calls in flight per follower:
-	// enough to keep the leader's proposer queue fed while one answer is
-	// on its way back.
+	// coalesceInFlight bounds the forward calls in flight to one leader:
+	// enough to keep its proposer queue fed while one answer is on its
+	// way back. The bound is per leader, so calls hung on a partitioned
+	// old leader (until coalesceCallTimeout) do not hold back the new one.
 	coalesceInFlight = 4
 	// coalesceMaxBytes bounds the batches of one call (a single larger
 	// batch goes alone): the leader's body limit, MaxEntryBytes.
@@ -48,12 +49,12 @@ type postManyFunc func(ctx context.Context, leader Leader, batches [][]byte) ([]
 type coalescer struct {
 	post  postManyFunc
 	calls prometheus.Histogram // batches per call
-	slots chan struct{}        // one token per call in flight
-	wake  chan struct{}        // the queue has work; capacity 1
+	wake  chan struct{}        // an item queued or a call ended; capacity 1
 
-	mu     sync.Mutex
-	queue  []*forwardItem
-	closed bool
+	mu       sync.Mutex
+	queue    []*forwardItem
+	inFlight map[Leader]int // calls in flight by leader
+	closed   bool
 }
 
 // forwardItem is one batch waiting for its call.
@@ -78,7 +79,7 @@ func newCoalescer(post postManyFunc, reg prometheus.Registerer) (*coalescer, err
 			return nil, fmt.Errorf("cluster: coalescer metrics: %w", err)
 		}
 	}
-	return &coalescer{post: post, calls: calls, slots: make(chan struct{}, coalesceInFlight), wake: make(chan struct{}, 1)}, nil
+	return &coalescer{post: post, calls: calls, wake: make(chan struct{}, 1), inFlight: map[Leader]int{}}, nil
 }
 
 // Forward queues batch for leader and waits for its outcome or ctx. A
@@ -93,10 +94,7 @@ func (c *coalescer) Forward(ctx context.Context, leader Leader, batch []byte) (P
 	}
 	c.queue = append(c.queue, it)
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.signal()
 	select {
 	case <-it.done:
 		return it.res.out, it.res.err
@@ -121,31 +119,36 @@ func (c *coalescer) run(ctx context.Context) {
 		calls.Wait()
 	}()
 	for {
+		for items := c.take(); items != nil; items = c.take() {
+			calls.Go(func() {
+				c.send(ctx, items)
+				c.mu.Lock()
+				if c.inFlight[items[0].leader]--; c.inFlight[items[0].leader] == 0 {
+					delete(c.inFlight, items[0].leader)
+				}
+				c.mu.Unlock()
+				c.signal()
+			})
+		}
 		select {
-		case c.slots <- struct{}{}:
+		case <-c.wake:
 		case <-ctx.Done():
 			return
 		}
-		items := c.take()
-		for items == nil {
-			select {
-			case <-c.wake:
-				items = c.take()
-			case <-ctx.Done():
-				<-c.slots
-				return
-			}
-		}
-		calls.Go(func() {
-			defer func() { <-c.slots }()
-			c.send(ctx, items)
-		})
 	}
 }
 
-// take removes the next call's items: the oldest live item and those
-// after it for the same leader, within the call limits. Items whose
-// caller gave up are dropped. Nil if nothing is queued.
+func (c *coalescer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take removes the next call's items: the oldest live item whose leader
+// has a call slot free and those after it for the same leader, within the
+// call limits; it counts the call in flight. Items whose caller gave up
+// are dropped. Nil if no item can go now.
 func (c *coalescer) take() []*forwardItem {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -156,8 +159,9 @@ func (c *coalescer) take() []*forwardItem {
 		switch {
 		case it.ctx.Err() != nil:
 			it.finish(forwardOutcome{err: fmt.Errorf("cluster: forward: %w", it.ctx.Err())})
-		case len(items) == 0 || (it.leader == items[0].leader && len(items) < coalesceMaxBatches &&
-			size+len(it.batch) <= coalesceMaxBytes):
+		case len(items) == 0 && c.inFlight[it.leader] < coalesceInFlight,
+			len(items) > 0 && it.leader == items[0].leader && len(items) < coalesceMaxBatches &&
+				size+len(it.batch) <= coalesceMaxBytes:
 			items = append(items, it)
 			size += len(it.batch)
 		default:
@@ -166,11 +170,8 @@ func (c *coalescer) take() []*forwardItem {
 	}
 	clear(c.queue[len(rest):])
 	c.queue = rest
-	if len(c.queue) > 0 {
-		select { // more than one call's worth: let the next slot take it
-		case c.wake <- struct{}{}:
-		default:
-		}
+	if items != nil {
+		c.inFlight[items[0].leader]++
 	}
 	return items
 }

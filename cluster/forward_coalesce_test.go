@@ -14,10 +14,11 @@ import (
 // injection: it can hold calls and fail them); it answers each batch with
 // an index derived from the batch, so outcomes can be matched to callers.
 type fakeLeader struct {
-	mu    sync.Mutex
-	calls [][]string // batches of each call, as strings
-	hold  chan struct{}
-	fail  error
+	mu       sync.Mutex
+	calls    [][]string // batches of each call, as strings
+	hold     chan struct{}
+	holdOnly string // hold only calls to this leader ("": all)
+	fail     error
 }
 
 func (f *fakeLeader) post(ctx context.Context, leader Leader, batches [][]byte) ([]forwardOutcome, error) {
@@ -28,6 +29,9 @@ func (f *fakeLeader) post(ctx context.Context, leader Leader, batches [][]byte) 
 	}
 	f.calls = append(f.calls, call)
 	hold, fail := f.hold, f.fail
+	if f.holdOnly != "" && leader.ID != f.holdOnly {
+		hold = nil
+	}
 	f.mu.Unlock()
 	if hold != nil {
 		select {
@@ -122,9 +126,9 @@ func TestCoalescer_LoneBatchGoesAtOnceWithItsOutcome(t *testing.T) {
 	}
 }
 
-// While every slot is busy, batches queue; the next free slot sends all
-// those for one leader in one call, each caller getting its own outcome,
-// and another leader's batches in a call of their own.
+// While every slot of a leader is busy, its batches queue; the next free
+// slot sends them all in one call, each caller getting its own outcome.
+// Another leader's batch goes at once, in a call of its own.
 func TestCoalescer_MergesWhatQueuedWhileCallsWereInFlight(t *testing.T) {
 	f := &fakeLeader{hold: make(chan struct{})}
 	c, _ := startCoalescer(t, f)
@@ -147,8 +151,14 @@ func TestCoalescer_MergesWhatQueuedWhileCallsWereInFlight(t *testing.T) {
 		go forward("m1", b)
 	}
 	waitQueued(t, c, 10)
-	go forward("m2", "other")
-	waitQueued(t, c, 11)
+	go forward("m2", "other") // m2's slots are free: it goes at once
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(f.snapshot(), func(call []string) bool { return slices.Contains(call, "m2:other") }) {
+		if time.Now().After(deadline) {
+			t.Fatal("m2's batch waited for m1's slots")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	close(f.hold)
 
 	for range coalesceInFlight {
@@ -188,6 +198,21 @@ func TestCoalescer_MergesWhatQueuedWhileCallsWereInFlight(t *testing.T) {
 	}
 }
 
+// Calls hung on one leader (a partitioned old leader, until the call
+// timeout) hold back neither the new leader's batches nor their caller.
+func TestCoalescer_HungLeaderDoesNotHoldBackAnother(t *testing.T) {
+	f := &fakeLeader{hold: make(chan struct{}), holdOnly: "m1"}
+	c, _ := startCoalescer(t, f)
+	fillSlots(t, c, f, nil)
+	go func() { _, _ = c.Forward(context.Background(), Leader{ID: "m1"}, []byte("stuck")) }()
+	waitQueued(t, c, 1)
+	out, err := c.Forward(testCtx(t), Leader{ID: "m2"}, []byte("abcd"))
+	if err != nil || out.Index != 4 {
+		t.Fatalf("forward to m2 while m1's calls hang: %+v, %v", out, err)
+	}
+	close(f.hold)
+}
+
 func TestCoalescer_CallErrorReachesEveryBatchOfTheCall(t *testing.T) {
 	boom := errors.New("connection refused")
 	f := &fakeLeader{fail: boom}
@@ -217,7 +242,16 @@ func TestCoalescer_GivenUpBatchesAreNotSent(t *testing.T) {
 	}
 	live := make(chan error, 1)
 	go func() { _, err := c.Forward(context.Background(), Leader{ID: "m1"}, []byte("live")); live <- err }()
-	waitQueued(t, c, 2)
+	deadline := time.Now().Add(10 * time.Second)
+	for queued := false; !queued; {
+		c.mu.Lock()
+		queued = slices.ContainsFunc(c.queue, func(it *forwardItem) bool { return string(it.batch) == "live" })
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("live batch not queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	close(f.hold)
 	if err := <-live; err != nil {
 		t.Fatal(err)
