@@ -337,21 +337,9 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	if req.Requestor == "" {
 		req.Requestor = p.Name
 	}
-	ts, err := n.clock.Now()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	e := fsm.Event{ID: randomEventID(), Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: s.Tenant,
-		Region: n.cfg.Region, Node: n.cfg.NodeID, HLC: ts, Fence: s.Fence + 1,
-		Body: &fsm.JobCancellationRequested{Reason: req.Reason, Requestor: req.Requestor}}
-	if err := e.Validate(); err != nil {
-		writeError(w, eventError(err))
-		return
-	}
-	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
-	if err != nil {
-		writeError(w, submitError(err, res))
+	res, ts, ok := n.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: s.Tenant,
+		Fence: s.Fence + 1, Body: &fsm.JobCancellationRequested{Reason: req.Reason, Requestor: req.Requestor}})
+	if !ok {
 		return
 	}
 	out := api.CancelJobResponse{JobID: id, WriteResponse: n.writeResponse(w, res, ts)}

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
 )
@@ -176,6 +178,29 @@ func (n *Node) instrument(routeName string, h http.Handler) http.Handler {
 		}()
 		h.ServeHTTP(sw, r)
 	})
+}
+
+// submitOwn submits one event this node originates (e carries its type,
+// body and job fields): it stamps a fresh id, this node's region and name
+// and an HLC reading, validates it and submits it at level. On failure it
+// writes the error and returns false.
+func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level Durability, e fsm.Event) (SubmitResult, hlc.Timestamp, bool) {
+	ts, err := n.clock.Now()
+	if err != nil {
+		writeError(w, err)
+		return SubmitResult{}, ts, false
+	}
+	e.ID, e.Region, e.Node, e.HLC = randomEventID(), n.cfg.Region, n.cfg.NodeID, ts
+	if err := e.Validate(); err != nil {
+		writeError(w, eventError(err))
+		return SubmitResult{}, ts, false
+	}
+	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	if err != nil {
+		writeError(w, submitError(err, res))
+		return res, ts, false
+	}
+	return res, ts, true
 }
 
 // principal authenticates r; on failure it writes the 401 and returns false.

@@ -49,20 +49,9 @@ func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
 		n.answerActiveWorker(w, cur, &req)
 		return
 	}
-	ts, err := n.clock.Now()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	e := fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerJoined, Region: n.cfg.Region, Node: n.cfg.NodeID, HLC: ts,
-		Body: &fsm.WorkerJoined{Worker: req.WorkerID, Capacity: req.Capacity}}
-	if err := e.Validate(); err != nil {
-		writeError(w, eventError(err))
-		return
-	}
-	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
-	if err != nil {
-		writeError(w, submitError(err, res))
+	res, ts, ok := n.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerJoined,
+		Body: &fsm.WorkerJoined{Worker: req.WorkerID, Capacity: req.Capacity}})
+	if !ok {
 		return
 	}
 	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrWorkerExists) && !generated {
@@ -167,16 +156,9 @@ func (n *Node) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.WriteResponse{Durability: n.tier.String(), HLC: cur.HLC})
 		return
 	}
-	ts, err := n.clock.Now()
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	e := fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerLeft, Region: n.cfg.Region, Node: n.cfg.NodeID, HLC: ts,
-		Body: &fsm.WorkerLeft{Worker: id, Reason: workerLeftReason}}
-	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
-	if err != nil {
-		writeError(w, submitError(err, res))
+	res, ts, ok := n.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerLeft,
+		Body: &fsm.WorkerLeft{Worker: id, Reason: workerLeftReason}})
+	if !ok {
 		return
 	}
 	// A concurrent leave won the race: the worker is gone all the same.
