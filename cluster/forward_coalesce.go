@@ -24,10 +24,9 @@ const (
 	// way back. The bound is per leader, so calls hung on a partitioned
 	// old leader (until coalesceCallTimeout) do not hold back the new one.
 	coalesceInFlight = 4
-	// coalesceMaxBytes bounds the batches of one call (a single larger
-	// batch goes alone): the leader's body limit, MaxEntryBytes.
-	coalesceMaxBytes = MaxEntryBytes - entryOverheadBytes
-	// coalesceMaxBatches bounds the batches of one call.
+	// coalesceMaxBatches bounds the batches of one call; its body, the
+	// entry envelope of the batches, is bounded by MaxEntryBytes, the
+	// leader's body limit (a single batch always fits).
 	coalesceMaxBatches = 1024
 	// coalesceCallTimeout bounds one coalesced call; each batch's own
 	// context still bounds how long its caller waits.
@@ -154,16 +153,17 @@ func (c *coalescer) take() []*forwardItem {
 	defer c.mu.Unlock()
 	var items []*forwardItem
 	rest := c.queue[:0]
-	size := 0
+	size := 1 + uvarintLen(coalesceMaxBatches) // the envelope's version and count, at most
 	for _, it := range c.queue {
+		grow := uvarintLen(uint64(len(it.batch))) + len(it.batch)
 		switch {
 		case it.ctx.Err() != nil:
 			it.finish(forwardOutcome{err: fmt.Errorf("cluster: forward: %w", it.ctx.Err())})
 		case len(items) == 0 && c.inFlight[it.leader] < coalesceInFlight,
 			len(items) > 0 && it.leader == items[0].leader && len(items) < coalesceMaxBatches &&
-				size+len(it.batch) <= coalesceMaxBytes:
+				size+grow <= MaxEntryBytes:
 			items = append(items, it)
-			size += len(it.batch)
+			size += grow
 		default:
 			rest = append(rest, it)
 		}

@@ -213,6 +213,39 @@ func TestCoalescer_HungLeaderDoesNotHoldBackAnother(t *testing.T) {
 	close(f.hold)
 }
 
+// A call's body, the entry envelope of its batches, stays within the
+// leader's body limit, length prefixes included: 1,024 batches of 1,023
+// bytes fit as raw bytes but not as an envelope.
+func TestCoalescer_CallBodyStaysWithinTheLeadersLimit(t *testing.T) {
+	c, err := newCoalescer(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range coalesceMaxBatches + 10 {
+		c.queue = append(c.queue, &forwardItem{ctx: context.Background(), leader: Leader{ID: "m1"}, batch: make([]byte, 1023)})
+	}
+	for total := 0; len(c.queue) > 0; {
+		items := c.take()
+		if items == nil {
+			t.Fatalf("%d items left and none taken", len(c.queue))
+		}
+		batches := make([][]byte, len(items))
+		for i, it := range items {
+			batches[i] = it.batch
+		}
+		if n := encodedEntryLen(batches); n > MaxEntryBytes || len(items) > coalesceMaxBatches {
+			t.Fatalf("a call of %d batches, %d bytes: over %d batches or %d bytes", len(items), n, coalesceMaxBatches, MaxEntryBytes)
+		}
+		if _, err := decodeEntry(appendEntry(nil, batches)); err != nil {
+			t.Fatalf("the leader refuses the call's body: %v", err)
+		}
+		c.inFlight = map[Leader]int{} // the call ended
+		if total += len(items); total > coalesceMaxBatches+10 {
+			t.Fatal("items taken twice")
+		}
+	}
+}
+
 func TestCoalescer_CallErrorReachesEveryBatchOfTheCall(t *testing.T) {
 	boom := errors.New("connection refused")
 	f := &fakeLeader{fail: boom}
