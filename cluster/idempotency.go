@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -40,18 +41,34 @@ type idemEntry struct {
 	hlc   hlc.Timestamp
 	// level is what the first submit reached: 0 while it is in flight.
 	level Durability
+	gen   uint64 // which claim of the id this is (see idempotencyCache.order)
 }
 
 // idempotencyCache maps event ids to the job they created, FIFO-bounded.
 type idempotencyCache struct {
-	mu    sync.Mutex
-	max   int
-	byID  map[fsm.EventID]idemEntry
-	order []fsm.EventID
+	mu   sync.Mutex
+	max  int
+	gen  uint64
+	byID map[fsm.EventID]idemEntry
+	// order lists claims oldest first. A forgotten key's claim stays
+	// until evicted or compacted away, marked stale by its gen: it must
+	// not evict a later claim of the same id.
+	order []idemClaim
+}
+
+type idemClaim struct {
+	id  fsm.EventID
+	gen uint64
 }
 
 func newIdempotencyCache(max int) *idempotencyCache {
 	return &idempotencyCache{max: max, byID: map[fsm.EventID]idemEntry{}}
+}
+
+// live reports whether cl is still the id's current claim.
+func (c *idempotencyCache) live(cl idemClaim) bool {
+	e, ok := c.byID[cl.id]
+	return ok && e.gen == cl.gen
 }
 
 // claim records id → e (in flight) unless id is known; it returns the
@@ -62,13 +79,19 @@ func (c *idempotencyCache) claim(id fsm.EventID, e idemEntry) (idemEntry, bool) 
 	if known, ok := c.byID[id]; ok {
 		return known, false
 	}
-	if len(c.order) >= c.max {
-		delete(c.byID, c.order[0])
+	for len(c.byID) >= c.max && len(c.order) > 0 {
+		if oldest := c.order[0]; c.live(oldest) {
+			delete(c.byID, oldest.id)
+		}
 		c.order = c.order[1:]
 	}
-	e.level = 0
+	if len(c.order) >= 2*c.max { // mostly stale claims: drop them
+		c.order = slices.DeleteFunc(c.order, func(cl idemClaim) bool { return !c.live(cl) })
+	}
+	c.gen++
+	e.level, e.gen = 0, c.gen
 	c.byID[id] = e
-	c.order = append(c.order, id)
+	c.order = append(c.order, idemClaim{id, c.gen})
 	return idemEntry{}, true
 }
 

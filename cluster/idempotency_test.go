@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -33,6 +34,31 @@ func TestIdempotencyCache_ClaimSettleForget(t *testing.T) {
 	c.claim(d, idemEntry{jobID: "j5"})
 	if _, fresh := c.claim(a, idemEntry{}); !fresh {
 		t.Fatal("the oldest key was not evicted")
+	}
+}
+
+// A key forgotten after a failed submit and claimed again stays claimed
+// while in flight: the forgotten claim must not evict the new one.
+func TestIdempotencyCache_ForgottenClaimDoesNotEvictTheNextOne(t *testing.T) {
+	c := newIdempotencyCache(2)
+	b, x := idempotentEventID("acme", "b"), idempotentEventID("acme", "x")
+	c.claim(b, idemEntry{jobID: "j1"})
+	c.settle(b, DurabilityNone)
+	if _, fresh := c.claim(b, idemEntry{jobID: "j2"}); !fresh {
+		t.Fatal("a forgotten key is still claimed")
+	}
+	c.claim(x, idemEntry{jobID: "j3"})
+	if prev, fresh := c.claim(b, idemEntry{jobID: "j4"}); fresh || prev.jobID != "j2" {
+		t.Fatalf("repeat of an in-flight key: fresh %v, %+v (want j2 in flight)", fresh, prev)
+	}
+	// Many forgotten claims do not grow the order without bound.
+	for i := range 100 {
+		k := idempotentEventID("acme", fmt.Sprint("f", i))
+		c.claim(k, idemEntry{})
+		c.settle(k, DurabilityNone)
+	}
+	if len(c.order) > 2*c.max+1 {
+		t.Fatalf("order holds %d claims for a cache of %d", len(c.order), c.max)
 	}
 }
 
