@@ -144,10 +144,8 @@ func (f *ledgerFSM) applyEntry(index uint64, data []byte) *entryResponse {
 		// pace with Raft's; every replica rejects the same bytes.
 		_, err = f.ledger.Apply(index, nil)
 		resp = &entryResponse{err: fmt.Errorf("entry %d: %w", index, derr)}
-	case len(batches) == 1:
-		resp, err = f.applyOne(index, batches[0])
 	default:
-		resp, err = f.applyMany(index, batches)
+		resp, err = f.applyBatches(index, batches)
 	}
 	if err != nil {
 		return &entryResponse{err: f.fail(index, err)}
@@ -164,53 +162,16 @@ func (f *ledgerFSM) applyEntry(index uint64, data []byte) *entryResponse {
 	return resp
 }
 
-// applyOne applies an entry of one batch.
-func (f *ledgerFSM) applyOne(index uint64, batch []byte) (*entryResponse, error) {
-	results, err := f.ledger.ApplyEncoded(index, batch)
+// applyBatches applies the batches of an entry in one transaction.
+func (f *ledgerFSM) applyBatches(index uint64, batches [][]byte) (*entryResponse, error) {
+	results, err := f.ledger.ApplyEncodedMany(index, batches)
 	if err != nil {
 		return nil, err
 	}
 	if results == nil {
 		return &entryResponse{err: alreadyApplied(index, f.ledger.AppliedIndex())}, nil
 	}
-	return &entryResponse{batches: [][]fsm.Result{results}}, nil
-}
-
-// applyMany decodes every batch of an entry and applies all their events
-// in one Ledger.Apply, then splits the results back per batch.
-func (f *ledgerFSM) applyMany(index uint64, batches [][]byte) (*entryResponse, error) {
-	out := make([][]fsm.Result, len(batches))
-	decoded := make([][]fsm.Event, len(batches))
-	total := 0
-	for i, b := range batches {
-		evs, err := fsm.DecodeBatch(b)
-		if err != nil {
-			out[i] = []fsm.Result{{Outcome: fsm.OutcomeRejected, Err: err}}
-			continue
-		}
-		decoded[i] = evs
-		total += len(evs)
-	}
-	// The Ledger keeps the events it stores: a fresh slice per entry.
-	events := make([]fsm.Event, 0, total)
-	for _, evs := range decoded {
-		events = append(events, evs...)
-	}
-	results, err := f.ledger.Apply(index, events)
-	if err != nil {
-		return nil, err
-	}
-	if results == nil && total > 0 {
-		return &entryResponse{err: alreadyApplied(index, f.ledger.AppliedIndex())}, nil
-	}
-	at := 0
-	for i, evs := range decoded {
-		if out[i] == nil {
-			out[i] = results[at : at+len(evs) : at+len(evs)]
-			at += len(evs)
-		}
-	}
-	return &entryResponse{batches: out}, nil
+	return &entryResponse{batches: results}, nil
 }
 
 func alreadyApplied(index, applied uint64) error {

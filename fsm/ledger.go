@@ -176,6 +176,20 @@ func (l *Ledger) applyLocked(index uint64, batch []Event, bodies [][]byte) ([]Re
 // batch that does not decode is rejected as a whole, deterministically:
 // its index is recorded as applied and the single result says why.
 func (l *Ledger) ApplyEncoded(index uint64, data []byte) ([]Result, error) {
+	rs, err := l.ApplyEncodedMany(index, [][]byte{data})
+	if rs == nil {
+		return nil, err
+	}
+	return rs[0], err
+}
+
+// ApplyEncodedMany applies several encoded batches (the client batches of
+// one Raft entry) at index in one transaction, each event with the body
+// bytes it arrived in, so bodies are hashed without being encoded again.
+// A batch that does not decode is rejected as a whole (one result saying
+// why) and the others apply. Results come per batch, nil when index was
+// already applied.
+func (l *Ledger) ApplyEncodedMany(index uint64, batches [][]byte) ([][]Result, error) {
 	if index == 0 {
 		return nil, errors.New("fsm: apply: raft index 0")
 	}
@@ -184,14 +198,39 @@ func (l *Ledger) ApplyEncoded(index uint64, data []byte) ([]Result, error) {
 	if index <= l.applied.Load() {
 		return nil, nil
 	}
-	events, bodies, derr := decodeBatch(data, l.bodies[:0])
+	out := make([][]Result, len(batches))
+	counts := make([]int, len(batches))
+	decoded := make([][]Event, len(batches))
+	bodies, total := l.bodies[:0], 0
 	defer func() { clear(bodies); l.bodies = bodies[:0] }()
-	if derr == nil {
-		return l.applyLocked(index, events, bodies)
+	for i, b := range batches {
+		before := len(bodies)
+		evs, bs, err := decodeBatch(b, bodies)
+		if err != nil {
+			bodies = bs[:before]
+			out[i] = []Result{{Outcome: OutcomeRejected, Err: err}}
+			continue
+		}
+		bodies, decoded[i], counts[i] = bs, evs, len(evs)
+		total += len(evs)
 	}
-	if err := l.store.Update(func(tx Tx) error { return tx.SetAppliedIndex(index) }); err != nil {
-		return nil, fmt.Errorf("fsm: apply index %d: %w", index, err)
+	events := decoded[0] // the Ledger keeps the events it stores: fresh slices
+	if len(batches) > 1 {
+		events = make([]Event, 0, total)
+		for _, evs := range decoded {
+			events = append(events, evs...)
+		}
 	}
-	l.applied.Store(index)
-	return []Result{{Outcome: OutcomeRejected, Err: derr}}, nil
+	results, err := l.applyLocked(index, events, bodies)
+	if err != nil {
+		return nil, err
+	}
+	at := 0
+	for i, n := range counts {
+		if out[i] == nil {
+			out[i] = results[at : at+n : at+n]
+			at += n
+		}
+	}
+	return out, nil
 }

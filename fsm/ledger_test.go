@@ -123,6 +123,51 @@ func TestApplyEncoded_UndecodableBatchIsRejectedDeterministically(t *testing.T) 
 	}
 }
 
+// An entry's batches apply in one call, each with its own results; a
+// batch that does not decode is rejected alone, and the stored events
+// are those Apply stores from the decoded events (same links).
+func TestApplyEncodedMany_BadBatchRejectedAloneOthersApplied(t *testing.T) {
+	j := fsmtest.NewJob(tableJobID, "acme", 100, "use1")
+	created, accepted := j.Created(), j.Ev(1, 1, accept("use1"))
+	first, err := fsm.EncodeBatch([]fsm.Event{created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := fsm.EncodeBatch([]fsm.Event{accepted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := newLedger(t)
+	rs, err := led.ApplyEncodedMany(1, [][]byte{first, {fsm.BatchVersion, 1, 0xff}, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || len(rs[0]) != 1 || rs[0][0].Outcome != applied || len(rs[1]) != 1 ||
+		!errors.Is(rs[1][0].Err, fsm.ErrMalformed) || len(rs[2]) != 1 || rs[2][0].Outcome != applied {
+		t.Fatalf("results %+v", rs)
+	}
+	if again, err := led.ApplyEncodedMany(1, [][]byte{first}); err != nil || again != nil {
+		t.Fatalf("re-applied index: %+v, %v", again, err)
+	}
+	ref := newLedger(t)
+	if _, err := ref.Apply(1, []fsm.Event{created, accepted}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []fsm.Event{created, accepted} {
+		got, err := led.Event(e.ID)
+		if err != nil {
+			t.Fatalf("event %s: %v", e.ID, err)
+		}
+		want, err := ref.Event(e.ID)
+		if err != nil {
+			t.Fatalf("reference event %s: %v", e.ID, err)
+		}
+		if got.Link != want.Link {
+			t.Fatalf("event %s: link %x, Apply stores %x", e.ID, got.Link, want.Link)
+		}
+	}
+}
+
 // TestApply_LateEventIsFoldedInCanonicalOrder drives the rare path: an
 // event that orders before the job's last folded event makes the ledger
 // recompute the job from its history, and the result is what in-order
