@@ -6,12 +6,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/strata-ledger/strata/test/bench"
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -74,7 +74,7 @@ etcd (--target etcd): one put per request through etcd's JSON gateway
 	f := cmd.Flags()
 	f.StringVar(&addrs, "addr", "", "comma-separated node addresses (host:port or URL); clients are spread over them")
 	f.StringVar(&clusterFile, "cluster-file", "", "take addresses and token from the cluster.json of strata dev: its gates, or the managers of --region (default ./"+devClusterFile+" when no --addr)")
-	f.StringVar(&cfg.Token, "token", os.Getenv(envToken), "API bearer token (default $"+envToken+")")
+	f.StringVar(&cfg.Token, "token", "", "API bearer token (env "+envToken+"; default: the cluster file's)")
 	f.StringVar(&cfg.Target, "target", bench.TargetStrata, "system under test: strata or etcd")
 	f.StringVar(&cfg.Tier, "tier", bench.TierGlobal, "strata: global (jobs, to gates) or regional (workflow events, to managers)")
 	f.StringVar(&cfg.Durability, "durability", "", "strata: local, regional or global (default: the tier's own)")
@@ -93,16 +93,15 @@ etcd (--target etcd): one put per request through etcd's JSON gateway
 	return cmd
 }
 
-// benchAddrs fills cfg.Addrs (and the token, if none was given) from
-// --addr, else --cluster-file, else the dev cluster file of the current
-// directory.
+// benchAddrs fills cfg.Addrs from --addr, else --cluster-file, else the
+// dev cluster file of the current directory, and the token, if none was
+// given, from $STRATA_TOKEN, else the cluster file.
 func benchAddrs(cfg *bench.Config, addrs, clusterFile string) error {
+	if cfg.Token == "" { // read here, not as the flag's default: --help would print it
+		cfg.Token = os.Getenv(envToken)
+	}
 	if addrs != "" {
-		for _, a := range strings.Split(addrs, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				cfg.Addrs = append(cfg.Addrs, a)
-			}
-		}
+		cfg.Addrs = splitList([]string{addrs})
 		return nil
 	}
 	if cfg.Target == bench.TargetEtcd {
@@ -114,7 +113,7 @@ func benchAddrs(cfg *bench.Config, addrs, clusterFile string) error {
 		}
 		clusterFile = devClusterFile
 	}
-	cf, err := bench.LoadClusterFile(clusterFile)
+	cf, err := api.LoadClusterFile(clusterFile)
 	if err != nil {
 		return err
 	}

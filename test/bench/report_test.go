@@ -102,7 +102,7 @@ func TestTierAddrs(t *testing.T) {
 		{TierRegional, "apse1", nil, `no manager of region "apse1"`},
 	}
 	for _, tt := range tests {
-		got, err := TierAddrs(cf, tt.tier, tt.region)
+		got, err := TierAddrs(&cf, tt.tier, tt.region)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%s %s: error %v, want %q", tt.tier, tt.region, err, tt.wantErr)
@@ -112,34 +112,5 @@ func TestTierAddrs(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s %s: %v, %v; want %v", tt.tier, tt.region, got, err, tt.want)
 		}
-	}
-}
-
-// FuzzDecodeClusterFile: the decoder never panics, refuses oversized
-// input, and what it accepts survives encode/decode.
-func FuzzDecodeClusterFile(f *testing.F) {
-	f.Add([]byte(`{"data_dir":"/tmp/x","token":"t","nodes":[{"node_id":"use1-gate1","role":"gate","region":"use1","api_addr":"127.0.10.1:8080","pid":12}]}`))
-	f.Add([]byte(`{"nodes":null}`))
-	f.Add([]byte(`[1,2]`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		cf, err := decodeClusterFile(b)
-		if err != nil {
-			return
-		}
-		enc, err := json.Marshal(cf)
-		if err != nil {
-			t.Fatalf("encode %+v: %v", cf, err)
-		}
-		again, err := decodeClusterFile(enc)
-		if err != nil || !reflect.DeepEqual(again, cf) {
-			t.Fatalf("round trip of %s: %+v, %v", enc, again, err)
-		}
-	})
-}
-
-func TestDecodeClusterFile_RefusesOversized(t *testing.T) {
-	_, err := decodeClusterFile(make([]byte, maxClusterFileBytes+1))
-	if err == nil || !strings.Contains(err.Error(), "more than") {
-		t.Fatalf("error %v, want the size limit named", err)
 	}
 }

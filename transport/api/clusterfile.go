@@ -90,6 +90,17 @@ func (cf *ClusterFile) ManagerAddrs(region string) []string {
 	return addrs
 }
 
+// GateAddrs returns the API addresses of the gates, in file order.
+func (cf *ClusterFile) GateAddrs() []string {
+	var addrs []string
+	for _, n := range cf.Nodes {
+		if n.Role == roleGate {
+			addrs = append(addrs, n.APIAddr)
+		}
+	}
+	return addrs
+}
+
 // APIAddrs returns the nodes' API addresses, gates first (they serve every
 // job call without forwarding), each group in file order.
 func (cf *ClusterFile) APIAddrs() []string {
