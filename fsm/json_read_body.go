@@ -60,7 +60,9 @@ func (r *jsonReader) body(t EventType) Body {
 		return b
 	case TypeJobCancellationRequested:
 		b := new(JobCancellationRequested)
-		r.object(func(k []byte) int { return r.strings2(k, "reason", &b.Reason, "requestor", &b.Requestor) })
+		r.object(func(k []byte) int {
+			return r.strings2(k, "reason", slotText, &b.Reason, "requestor", slotText, &b.Requestor)
+		})
 		return b
 	case TypeJobCancellationAcked:
 		b := new(JobCancellationAcked)
@@ -90,7 +92,9 @@ func (r *jsonReader) body(t EventType) Body {
 		return b
 	case TypeJobFailed:
 		b := new(JobFailed)
-		r.object(func(k []byte) int { return r.strings2(k, "error", &b.Error, "failed_region", &b.FailedRegion) })
+		r.object(func(k []byte) int {
+			return r.strings2(k, "error", slotText, &b.Error, "failed_region", slotRegion, &b.FailedRegion)
+		})
 		return b
 	case TypeJobTimedOut:
 		b := new(JobTimedOut)
@@ -109,14 +113,15 @@ func (r *jsonReader) body(t EventType) Body {
 	return r.regionalBody(t)
 }
 
-// strings2 decodes a member of a body of two string fields.
-func (r *jsonReader) strings2(k []byte, name0 string, dst0 *string, name1 string, dst1 *string) int {
+// strings2 decodes a member of a body of two string fields, each read
+// through its own string slot.
+func (r *jsonReader) strings2(k []byte, name0 string, slot0 int, dst0 *string, name1 string, slot1 int, dst1 *string) int {
 	f := field(k, name0, name1)
 	switch f {
 	case 0:
-		*dst0 = r.str(slotText)
+		*dst0 = r.str(slot0)
 	case 1:
-		*dst1 = r.str(slotText)
+		*dst1 = r.str(slot1)
 	}
 	return f
 }

@@ -65,7 +65,9 @@ func (r *jsonReader) regionalBody(t EventType) Body {
 		return b
 	case TypeWorkflowFailed:
 		b := new(WorkflowFailed)
-		r.object(func(k []byte) int { return r.strings2(k, "workflow", &b.Workflow, "error", &b.Error) })
+		r.object(func(k []byte) int {
+			return r.strings2(k, "workflow", slotWorkflow, &b.Workflow, "error", slotText, &b.Error)
+		})
 		return b
 	case TypeWorkflowRescheduled:
 		b := new(WorkflowRescheduled)
@@ -112,7 +114,9 @@ func (r *jsonReader) workerBody(t EventType) Body {
 		return b
 	case TypeWorkerLeft:
 		b := new(WorkerLeft)
-		r.object(func(k []byte) int { return r.strings2(k, "worker", &b.Worker, "reason", &b.Reason) })
+		r.object(func(k []byte) int {
+			return r.strings2(k, "worker", slotWorker, &b.Worker, "reason", slotText, &b.Reason)
+		})
 		return b
 	case TypeForwardMark:
 		b := new(ForwardMark)

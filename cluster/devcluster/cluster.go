@@ -430,6 +430,9 @@ func (c *Cluster) Stop(id string) error {
 // stoppedCleanly accepts exit status 0 and death by SIGTERM: a node
 // signalled before it installed its handler dies of the signal it was sent.
 func stoppedCleanly(st *os.ProcessState) bool {
+	if st == nil { // Wait failed before the process was reaped
+		return false
+	}
 	if st.Success() {
 		return true
 	}

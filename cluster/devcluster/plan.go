@@ -42,8 +42,6 @@ const (
 	minTokenLen = 16
 	// maxWorkersPerRegion bounds the worker processes of one region.
 	maxWorkersPerRegion = 64
-	// maxWorkerCapacity mirrors the managers' limit on a worker's capacity.
-	maxWorkerCapacity = 1_000
 )
 
 func defaultRegions() []string { return []string{"use1", "euw1", "apse1"} }
@@ -182,8 +180,8 @@ func (o Options) validate(withTokens bool) error {
 	if o.WorkersPerRegion < 0 || o.WorkersPerRegion > maxWorkersPerRegion {
 		bad("workers per region %d: must be 0..%d", o.WorkersPerRegion, maxWorkersPerRegion)
 	}
-	if o.WorkerCapacity < 1 || o.WorkerCapacity > maxWorkerCapacity {
-		bad("worker capacity %d: must be 1..%d", o.WorkerCapacity, maxWorkerCapacity)
+	if o.WorkerCapacity < 1 || o.WorkerCapacity > cluster.MaxWorkerCapacity {
+		bad("worker capacity %d: must be 1..%d", o.WorkerCapacity, cluster.MaxWorkerCapacity)
 	}
 	if len(errs) == 0 {
 		return nil

@@ -33,12 +33,10 @@ func (t *tx) addHistory(se *fsm.StoredEvent, ck []byte) error {
 		e.lastAt = len(e.tail)
 		e.tail = appendEntry(e.tail, key[:], ck)
 	} else {
-		var at int
-		if e.tail, at = insertEntry(e.tail, key[:], ck); at > e.lastAt {
-			e.lastAt = at // not reached: keys are unique
-		} else {
-			e.lastAt += sortLen + 1 + len(ck) // the last entry moved up
-		}
+		// The key orders before the last entry (keys are unique), which
+		// moves up by the inserted entry's length.
+		e.tail, _ = insertEntry(e.tail, key[:], ck)
+		e.lastAt += sortLen + 1 + len(ck)
 	}
 	if e.count++; e.count >= t.tailK {
 		return t.seal(e)
