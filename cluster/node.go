@@ -258,7 +258,7 @@ func (n *Node) openPipeline() error {
 	if n.wal, err = wal.Open(wal.Config{Dir: filepath.Join(n.cfg.DataDir, "wal"), Logger: n.log, Registerer: n.reg}); err != nil {
 		return fmt.Errorf("nodewal: %w", err)
 	}
-	if n.prop, err = NewProposer(n.raft.Raft, ProposerConfig{Logger: n.log, Registerer: n.reg}); err != nil {
+	if n.prop, err = NewProposer(n.raft.Raft, ProposerConfig{Registerer: n.reg}); err != nil {
 		return err
 	}
 	fwd, err := newCoalescer(n.forwardMany, n.reg)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -92,8 +91,7 @@ type ProposerConfig struct {
 	// EnqueueTimeout bounds how long raft.Apply may wait to hand an entry
 	// to the Raft leader loop.
 	EnqueueTimeout time.Duration
-	// Logger defaults to discarding; Registerer nil registers nothing.
-	Logger     *slog.Logger
+	// Registerer nil registers nothing.
 	Registerer prometheus.Registerer
 }
 
@@ -112,9 +110,6 @@ func (c *ProposerConfig) Validate() error {
 	def(&c.QueueBytes, DefaultProposerQueueBytes)
 	if c.EnqueueTimeout == 0 {
 		c.EnqueueTimeout = DefaultProposerEnqueueWait
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case c.MaxEntryBytes < fsm.MaxBatchBytes+entryOverheadBytes/2 || c.MaxEntryBytes > MaxEntryBytes:
@@ -151,7 +146,6 @@ func (c *ProposerConfig) Validate() error {
 type Proposer struct {
 	cfg  ProposerConfig
 	raft *raft.Raft
-	log  *slog.Logger
 	m    *proposerMetrics
 
 	mu          sync.Mutex // guards the queue and closed
@@ -204,7 +198,6 @@ func NewProposer(r *raft.Raft, cfg ProposerConfig) (*Proposer, error) {
 	p := &Proposer{
 		cfg:     cfg,
 		raft:    r,
-		log:     cfg.Logger,
 		m:       m,
 		wake:    make(chan struct{}, 1),
 		slots:   make(chan struct{}, cfg.MaxInFlight),
