@@ -267,7 +267,7 @@ func (n *Node) openPipeline() error {
 	}
 	n.bg.Go(func() { fwd.run(n.ctx) })
 	n.pipe, err = NewPipeline(PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
-		Forwarder: fwd, Logger: n.log, Registerer: n.reg})
+		Forwarder: fwd, OnFatal: n.onFatal, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}

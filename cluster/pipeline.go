@@ -86,6 +86,10 @@ type PipelineConfig struct {
 	// with jitter) while there is no leader or the leader fails.
 	RetryFirst time.Duration
 	RetryMax   time.Duration
+	// OnFatal is called once when the NodeWAL has stopped after an I/O
+	// error (wal.ErrStopped): nothing can be acknowledged from then on,
+	// so the node must stop. Nil: the error is only returned and logged.
+	OnFatal func(error)
 	// Logger defaults to discarding; Registerer nil registers nothing.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -197,6 +201,7 @@ type Pipeline struct {
 	flushDone chan struct{}
 	persisted wal.LSN // owned by the flush goroutine
 	closeOnce sync.Once
+	fatalOnce sync.Once
 }
 
 // op is one record climbing to the tier.
@@ -327,6 +332,7 @@ func (p *Pipeline) append(batch []byte, ts hlc.Timestamp) (*op, *wal.Future, err
 			p.m.rejected.WithLabelValues("backpressure").Inc()
 			return nil, nil, fmt.Errorf("%w: %w", ErrBackpressure, err)
 		}
+		p.walFailed(err)
 		return nil, nil, fmt.Errorf("cluster: submit: NodeWAL append: %w", err)
 	}
 	o := &op{lsn: fut.LSN(), batch: batch, done: make(chan struct{})}
@@ -353,6 +359,7 @@ func (p *Pipeline) climb(o *op, fut *wal.Future) {
 	}()
 	if fut != nil {
 		if _, err := fut.Wait(p.ctx); err != nil {
+			p.walFailed(err)
 			o.finish(Proposal{}, fmt.Errorf("cluster: NodeWAL LSN %d: %w", o.lsn, err))
 			return
 		}
@@ -401,6 +408,13 @@ func (p *Pipeline) propose(o *op) (Proposal, error) {
 		case <-p.ctx.Done():
 			t.Stop()
 		}
+	}
+}
+
+// walFailed calls OnFatal (once) if err says the NodeWAL has stopped.
+func (p *Pipeline) walFailed(err error) {
+	if p.cfg.OnFatal != nil && errors.Is(err, wal.ErrStopped) {
+		p.fatalOnce.Do(func() { p.cfg.OnFatal(fmt.Errorf("nodewal: %w", err)) })
 	}
 }
 
@@ -481,6 +495,7 @@ func (p *Pipeline) flush() {
 	}
 	if err := p.cfg.WAL.SetWatermark(p.level, mark); err != nil {
 		p.log.Error("set NodeWAL watermark", "level", p.level, "lsn", mark, "err", err)
+		p.walFailed(err)
 		return
 	}
 	p.persisted = mark

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,5 +63,76 @@ func TestPipeline_LeaderChangeEndsTheRetryBackoff(t *testing.T) {
 	}
 	if n := c.calls.Load(); n != 2 {
 		t.Fatalf("%d attempts, want 2 (one failed, one after the change)", n)
+	}
+}
+
+// failingSyncFS is the real file system whose files' fsyncs fail once
+// broken is set (fault injection for the NodeWAL).
+type failingSyncFS struct {
+	wal.OSFS
+	broken *atomic.Bool
+}
+
+type failingSyncFile struct {
+	wal.File
+	broken *atomic.Bool
+}
+
+func (f failingSyncFS) Create(path string) (wal.File, error) {
+	file, err := f.OSFS.Create(path)
+	return failingSyncFile{file, f.broken}, err
+}
+
+func (f failingSyncFS) OpenRW(path string) (wal.File, error) {
+	file, err := f.OSFS.OpenRW(path)
+	return failingSyncFile{file, f.broken}, err
+}
+
+func (f failingSyncFile) Sync() error {
+	if f.broken.Load() {
+		return errors.New("injected fsync failure")
+	}
+	return f.File.Sync()
+}
+
+// A NodeWAL that stops after an I/O error stops the node: the pipeline
+// calls OnFatal once, however many records fail.
+func TestPipeline_StoppedNodeWALIsFatal(t *testing.T) {
+	var broken atomic.Bool
+	w, err := wal.Open(wal.Config{Dir: t.TempDir(), SegmentBytes: 1 << 20, FS: failingSyncFS{broken: &broken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := &noLeaderCommitter{}
+	c.up.Store(true)
+	fatal := make(chan error, 4)
+	p, err := NewPipeline(PipelineConfig{Tier: DurabilityRegional, WAL: w, Committer: c,
+		OnFatal: func(err error) { fatal <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	events, _ := jobEvents(0, 1)
+	if _, err := p.Submit(testCtx(t), events, DurabilityLocal); err != nil {
+		t.Fatal(err)
+	}
+	broken.Store(true)
+	for range 3 {
+		more, _ := jobEvents(1, 1)
+		if _, err := p.Submit(testCtx(t), more, DurabilityLocal); err == nil {
+			t.Fatal("LOCAL ack after the NodeWAL's fsync failed")
+		}
+	}
+	select {
+	case err := <-fatal:
+		if !errors.Is(err, wal.ErrStopped) {
+			t.Fatalf("OnFatal(%v), want wal.ErrStopped", err)
+		}
+	case <-testCtx(t).Done():
+		t.Fatal("OnFatal not called")
+	}
+	if len(fatal) != 0 {
+		t.Fatalf("OnFatal called %d more times", len(fatal))
 	}
 }
