@@ -299,15 +299,8 @@ func expectDelim(dec *json.Decoder, d json.Delim) error {
 	return nil
 }
 
-// decodeStrictBytes decodes one JSON value refusing unknown fields.
+// decodeStrictBytes decodes exactly one JSON value refusing unknown fields
+// and trailing data, as decodeJSON does for a request body.
 func decodeStrictBytes(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err, MaxRequestBytes)
-	}
-	if dec.More() {
-		return badRequest("request body holds more than one JSON value")
-	}
-	return nil
+	return decodeOne(bytes.NewReader(b), MaxRequestBytes, v)
 }

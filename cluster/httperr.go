@@ -61,8 +61,13 @@ func decodeJSON(r *http.Request, limit int64, v any) error {
 	if r.ContentLength > limit {
 		return tooLarge(limit)
 	}
-	body := http.MaxBytesReader(nil, r.Body, limit)
-	dec := json.NewDecoder(body)
+	return decodeOne(http.MaxBytesReader(nil, r.Body, limit), limit, v)
+}
+
+// decodeOne reads exactly one JSON value from rd into v, refusing unknown
+// fields and anything after it but whitespace (a closing bracket too).
+func decodeOne(rd io.Reader, limit int64, v any) error {
+	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err, limit)

@@ -28,6 +28,7 @@ func TestDecodeJSON_BadInputGetsTheRightEnvelope(t *testing.T) {
 		{"unknown field", `{"tenant":"a","bogus":1}`, 1024, 400, `unknown field "bogus"`},
 		{"wrong type", `{"count":"two"}`, 1024, 400, `field "count"`},
 		{"trailing value", `{"tenant":"a"} {"tenant":"b"}`, 1024, 400, "more than one"},
+		{"trailing bracket", `{"tenant":"a"}}`, 1024, 400, "malformed"},
 		{"too large", `{"tenant":"` + strings.Repeat("x", 100) + `"}`, 64, 413, "limit of 64 bytes"},
 	}
 	for _, tt := range tests {
@@ -35,6 +36,13 @@ func TestDecodeJSON_BadInputGetsTheRightEnvelope(t *testing.T) {
 			r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
 			var v sample
 			err := decodeJSON(r, tt.limit, &v)
+			if tt.wantStatus != http.StatusRequestEntityTooLarge {
+				// A body already read decodes by the same rules.
+				var again sample
+				if berr := decodeStrictBytes([]byte(tt.body), &again); (berr == nil) != (err == nil) || again != v {
+					t.Fatalf("decodeStrictBytes: %+v, %v; decodeJSON: %+v, %v", again, berr, v, err)
+				}
+			}
 			if tt.wantStatus == 0 {
 				if err != nil || v.Tenant != "acme" || v.Count != 2 {
 					t.Fatalf("got %+v, %v", v, err)
