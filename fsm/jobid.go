@@ -61,7 +61,7 @@ func ParseJobID(s string) (JobID, error) {
 	if !ok1 || !ok2 || !ok3 {
 		return JobID{}, fmt.Errorf("%w: %q is not region-unixms-gate-seq", ErrInvalidJobID, s)
 	}
-	if !isRegion(region) {
+	if !IsRegion(region) {
 		return JobID{}, fmt.Errorf("%w: region %q", ErrInvalidJobID, region)
 	}
 	if !isGate(gate) {
@@ -131,7 +131,7 @@ func (c *JobIDConfig) Validate() error {
 		c.MaxClockReads = DefaultMaxClockReads
 	}
 	switch {
-	case !isRegion(c.Region):
+	case !IsRegion(c.Region):
 		return fmt.Errorf("fsm: job id config: region %q is not a region code", c.Region)
 	case !isGate(c.Gate):
 		return fmt.Errorf("fsm: job id config: gate %q is not lowercase letters and digits", c.Gate)

@@ -193,7 +193,7 @@ func (r *restorer) mark(p []byte) error {
 	if err != nil {
 		return err
 	}
-	if !isName(tenant) || tenant <= r.lastMark {
+	if !IsName(tenant) || tenant <= r.lastMark {
 		return fmt.Errorf("forward mark of tenant %q out of order or not a name", tenant)
 	}
 	if seq == 0 {

@@ -80,12 +80,14 @@ func (v *validator) region(field, s string) {
 		v.limit(field, MaxRegionBytes, len(s))
 		return
 	}
-	if !isRegion(s) {
+	if !IsRegion(s) {
 		v.fail(field, fmt.Sprintf("%q is not a region code", s))
 	}
 }
 
-func isRegion(s string) bool {
+// IsRegion reports whether s is a region code: 1 to MaxRegionBytes
+// lowercase letters and digits, starting with a letter.
+func IsRegion(s string) bool {
 	if len(s) == 0 || len(s) > MaxRegionBytes || s[0] < 'a' || s[0] > 'z' {
 		return false
 	}
@@ -106,7 +108,7 @@ func (v *validator) name(field, s string) {
 		v.limit(field, MaxNameBytes, len(s))
 		return
 	}
-	if !isName(s) {
+	if !IsName(s) {
 		v.fail(field, fmt.Sprintf("%q is not a name of [A-Za-z0-9._-]", s))
 	}
 }
@@ -118,7 +120,9 @@ const (
 	nameCharsHi = 0x07ff_fffe_87ff_fffe // 'A'-'Z' 65-90, '_' 95, 'a'-'z' 97-122
 )
 
-func isName(s string) bool {
+// IsName reports whether s is an identifier (tenant, workflow, worker):
+// 1 to MaxNameBytes of [A-Za-z0-9._-].
+func IsName(s string) bool {
 	if len(s) == 0 || len(s) > MaxNameBytes {
 		return false
 	}

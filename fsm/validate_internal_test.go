@@ -7,7 +7,7 @@ import "testing"
 func TestIsName_MatchesItsCharacterClass(t *testing.T) {
 	for c := range 256 {
 		want := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
-		if got := isName(string([]byte{byte(c)})); got != want {
+		if got := IsName(string([]byte{byte(c)})); got != want {
 			t.Errorf("byte %d: isName %v, want %v", c, got, want)
 		}
 	}

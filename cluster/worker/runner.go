@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -34,13 +34,6 @@ const (
 	minHeartbeatInterval = 10 * time.Millisecond
 	// deregisterTimeout bounds the goodbye at the end of Run.
 	deregisterTimeout = 5 * time.Second
-)
-
-// Patterns the managers apply; checked here so a bad flag fails before
-// any call.
-var (
-	regionPattern   = regexp.MustCompile(`^[a-z][a-z0-9]{0,15}$`)
-	workerIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 )
 
 // Config is what a Runner needs.
@@ -109,13 +102,13 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Client == nil {
 		errs = append(errs, errors.New("an API client is required"))
 	}
-	if !regionPattern.MatchString(cfg.Region) {
+	if !fsm.IsRegion(cfg.Region) { // the managers' rules, checked before any call
 		errs = append(errs, fmt.Errorf("region %q must be a short lowercase code such as use1", cfg.Region))
 	}
 	if cfg.Capacity < 1 || cfg.Capacity > MaxCapacity {
 		errs = append(errs, fmt.Errorf("capacity %d: must be 1..%d", cfg.Capacity, MaxCapacity))
 	}
-	if cfg.WorkerID != "" && (!workerIDPattern.MatchString(cfg.WorkerID) || cfg.WorkerID == "." || cfg.WorkerID == "..") {
+	if cfg.WorkerID != "" && (!fsm.IsName(cfg.WorkerID) || cfg.WorkerID == "." || cfg.WorkerID == "..") {
 		errs = append(errs, fmt.Errorf("worker id %q: want 1-64 of [A-Za-z0-9._-]", cfg.WorkerID))
 	}
 	if cfg.ProgressInterval < 0 || cfg.LeaseWait < 0 || cfg.LeaseWait > api.MaxLeaseWait {

@@ -206,10 +206,10 @@ func (c Config) Validate() error {
 	if c.Tier == TierRegional && c.Durability == DurabilityGlobal {
 		return bad("durability global: regional-tier writes land in a regional ledger and never reach GLOBAL (DESIGN §4)")
 	}
-	if !isRegionCode(c.Region) {
+	if !fsm.IsRegion(c.Region) {
 		return bad("region %q: want a region code of lowercase letters and digits, like use1", c.Region)
 	}
-	if !isName(c.Tenant) {
+	if !fsm.IsName(c.Tenant) {
 		return bad("tenant %q: want 1..%d of [A-Za-z0-9._-]", c.Tenant, fsm.MaxNameBytes)
 	}
 	return nil
@@ -228,34 +228,4 @@ func baseURL(addr string) (string, error) {
 		return "", fmt.Errorf("address %q: want host:port or an http(s) URL", addr)
 	}
 	return strings.TrimSuffix(u.String(), "/"), nil
-}
-
-// isRegionCode mirrors fsm's rule: 1..MaxRegionBytes lowercase letters and
-// digits, starting with a letter. Checked here because the workload writes
-// the region into JSON unescaped.
-func isRegionCode(s string) bool {
-	if len(s) == 0 || len(s) > fsm.MaxRegionBytes || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// isName mirrors fsm's identifier rule: 1..MaxNameBytes of [A-Za-z0-9._-].
-func isName(s string) bool {
-	if len(s) == 0 || len(s) > fsm.MaxNameBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
