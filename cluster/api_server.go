@@ -180,27 +180,38 @@ func (n *Node) instrument(routeName string, h http.Handler) http.Handler {
 	})
 }
 
-// submitOwn submits one event this node originates (e carries its type,
-// body and job fields): it stamps a fresh id, this node's region and name
-// and an HLC reading, validates it and submits it at level. On failure it
-// writes the error and returns false.
-func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level Durability, e fsm.Event) (SubmitResult, hlc.Timestamp, bool) {
+// stampOwn fills in what this node sets on an event it originates: a
+// fresh id, its name, an HLC reading, and its region unless e has one.
+func (n *Node) stampOwn(e *fsm.Event) error {
 	ts, err := n.clock.Now()
 	if err != nil {
-		writeError(w, err)
-		return SubmitResult{}, ts, false
+		return err
 	}
-	e.ID, e.Region, e.Node, e.HLC = randomEventID(), n.cfg.Region, n.cfg.NodeID, ts
+	e.ID, e.Node, e.HLC = randomEventID(), n.cfg.NodeID, ts
+	if e.Region == "" {
+		e.Region = n.cfg.Region
+	}
+	return nil
+}
+
+// submitOwn submits one event this node originates (e carries its type,
+// body and job fields): it stamps it (stampOwn), validates it and submits
+// it at level. On failure it writes the error and returns false.
+func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level Durability, e fsm.Event) (SubmitResult, hlc.Timestamp, bool) {
+	if err := n.stampOwn(&e); err != nil {
+		writeError(w, err)
+		return SubmitResult{}, e.HLC, false
+	}
 	if err := e.Validate(); err != nil {
 		writeError(w, eventError(err))
-		return SubmitResult{}, ts, false
+		return SubmitResult{}, e.HLC, false
 	}
 	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
 	if err != nil {
 		writeError(w, submitError(err, res))
-		return res, ts, false
+		return res, e.HLC, false
 	}
-	return res, ts, true
+	return res, e.HLC, true
 }
 
 // principal authenticates r; on failure it writes the 401 and returns false.

@@ -263,12 +263,10 @@ func knownResults(rs []api.WorkerReportResult) []api.WorkerReportResult {
 // reportEvent builds and validates the event of one report body on wf:
 // fenced by the lease, job, tenant and region from the ledger.
 func (n *Node) reportEvent(wf *fsm.WorkflowState, fence uint64, b fsm.Body) (fsm.Event, error) {
-	ts, err := n.clock.Now()
-	if err != nil {
+	e := fsm.Event{Type: b.EventType(), JobID: wf.JobID, Tenant: wf.Tenant, Region: wf.Region, Fence: fence, Body: b}
+	if err := n.stampOwn(&e); err != nil {
 		return fsm.Event{}, err
 	}
-	e := fsm.Event{ID: randomEventID(), Type: b.EventType(), JobID: wf.JobID, Tenant: wf.Tenant, Region: wf.Region,
-		Node: n.cfg.NodeID, HLC: ts, Fence: fence, Body: b}
 	if err := e.Validate(); err != nil {
 		ae := eventError(err).(*APIError)
 		ae.Message = fmt.Sprintf("workflow %s: %s", wf.ID, ae.Message)
