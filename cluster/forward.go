@@ -140,15 +140,25 @@ func decodeResults(ws []resultWire) []fsm.Result {
 // internal API. Every failure but an invalid batch is retried by the
 // pipeline.
 func (n *Node) forwardBatch(ctx context.Context, leader Leader, batch []byte) (Proposal, error) {
-	m, ok := n.members.Lookup(leader.ID)
-	if !ok || m.Meta.APIAddr == "" {
-		return Proposal{}, &NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
+	u, err := n.leaderURL(leader, internalProposePath)
+	if err != nil {
+		return Proposal{}, err
 	}
-	out, status, err := n.postBatch(ctx, "http://"+m.Meta.APIAddr+internalProposePath, batch, []string{n.cfg.NodeID})
+	out, status, err := n.postBatch(ctx, u, batch, []string{n.cfg.NodeID})
 	if err != nil {
 		return Proposal{}, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
 	return out.proposal(leader, status)
+}
+
+// leaderURL is path on the leader's internal API, at the address gossip
+// knows for it; a *NotLeaderError (retried) when gossip does not.
+func (n *Node) leaderURL(leader Leader, path string) (string, error) {
+	m, ok := n.members.Lookup(leader.ID)
+	if !ok || m.Meta.APIAddr == "" {
+		return "", &NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
+	}
+	return "http://" + m.Meta.APIAddr + path, nil
 }
 
 // proposal turns the leader's answer with its status into the proposal
@@ -178,13 +188,13 @@ func (n *Node) forwardMany(ctx context.Context, leader Leader, batches [][]byte)
 		out, err := n.forwardBatch(ctx, leader, batches[0])
 		return []forwardOutcome{{out, err}}, nil
 	}
-	m, ok := n.members.Lookup(leader.ID)
-	if !ok || m.Meta.APIAddr == "" {
-		return nil, &NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
+	u, err := n.leaderURL(leader, internalProposeManyPath)
+	if err != nil {
+		return nil, err
 	}
 	body := appendEntry(make([]byte, 0, encodedEntryLen(batches)), batches)
 	var out proposeManyResponse
-	status, err := n.postInternal(ctx, "http://"+m.Meta.APIAddr+internalProposeManyPath, body, []string{n.cfg.NodeID}, &out)
+	status, err := n.postInternal(ctx, u, body, []string{n.cfg.NodeID}, &out)
 	if err != nil {
 		return nil, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
