@@ -180,16 +180,26 @@ func (n *Node) handleGetJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !n.readPrelude(w, r) {
-		return
-	}
-	s, err := n.jobFor(p, id)
-	if err != nil {
-		writeError(w, err)
+	s, ok := n.readJob(w, r, p, id)
+	if !ok {
 		return
 	}
 	n.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, s)
+}
+
+// readJob is a read call's prelude (consistency) and its job: the job p
+// may read, or false with the error written.
+func (n *Node) readJob(w http.ResponseWriter, r *http.Request, p Principal, id string) (*fsm.JobState, bool) {
+	if !n.readPrelude(w, r) {
+		return nil, false
+	}
+	s, err := n.jobFor(p, id)
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return s, true
 }
 
 // jobFor reads a job the principal may read; another tenant's job is "not
@@ -264,12 +274,8 @@ func (n *Node) handleJobEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !n.readPrelude(w, r) {
-		return
-	}
-	s, err := n.jobFor(p, id)
-	if err != nil {
-		writeError(w, err)
+	s, ok := n.readJob(w, r, p, id)
+	if !ok {
 		return
 	}
 	eq.Tenant = s.Tenant
@@ -342,14 +348,13 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := resultError(res); err != nil {
+		writeError(w, err)
+		return
+	}
 	out := api.CancelJobResponse{JobID: id, WriteResponse: n.writeResponse(w, res, ts)}
 	if len(res.Results) == 1 {
-		rs := res.Results[0]
-		if rs.Outcome == fsm.OutcomeRejected {
-			writeError(w, eventError(rs.Err))
-			return
-		}
-		out.Outcome = rs.Outcome.String()
+		out.Outcome = res.Results[0].Outcome.String()
 	}
 	writeJSON(w, http.StatusOK, out)
 }

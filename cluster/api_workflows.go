@@ -26,11 +26,7 @@ func (n *Node) handleJobWorkflows(w http.ResponseWriter, r *http.Request) {
 		n.forwardToRole(w, r, nil, gossip.RoleManager)
 		return
 	}
-	if !n.readPrelude(w, r) {
-		return
-	}
-	if _, err := n.jobFor(p, id); err != nil {
-		writeError(w, err)
+	if _, ok := n.readJob(w, r, p, id); !ok {
 		return
 	}
 	out := api.WorkflowList{Region: n.cfg.Region, Workflows: []fsm.WorkflowState{}}
