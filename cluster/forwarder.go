@@ -98,13 +98,8 @@ func newForwarder(n *Node) *forwarder {
 
 // run forwards until ctx ends (leadership lost or node closing).
 func (f *forwarder) run(ctx context.Context) {
-	marks, err := f.n.ledger.ForwardMarks()
-	if err != nil {
-		f.n.log.Error("forwarder: read positions", "err", err)
+	if !f.start(ctx) {
 		return
-	}
-	for t, s := range marks {
-		f.readPos[t], f.marked[t] = s, s
 	}
 	tick := time.NewTicker(f.n.cfg.ReconcileInterval)
 	defer tick.Stop()
@@ -124,6 +119,32 @@ func (f *forwarder) run(ctx context.Context) {
 		case <-tick.C:
 		}
 		timer.Stop()
+	}
+}
+
+// start reads the replicated positions, retrying every
+// ReconcileInterval (with the error in the status) until it can: a
+// forwarder that gave up would stop forwarding for the whole term. False
+// if ctx ended first.
+func (f *forwarder) start(ctx context.Context) bool {
+	var last string
+	for {
+		marks, err := f.n.ledger.ForwardMarks()
+		if err == nil {
+			for t, s := range marks {
+				f.readPos[t], f.marked[t] = s, s
+			}
+			return true
+		}
+		err = fmt.Errorf("forwarder: read positions: %w", err)
+		if err.Error() != last {
+			f.n.log.Warn("forwarder cannot start", "err", err)
+			last = err.Error()
+		}
+		f.report(err)
+		if !waitOrDone(ctx, f.n.cfg.ReconcileInterval) {
+			return false
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -42,7 +43,7 @@ func (n *Node) leaderLoop() {
 	tick := time.NewTicker(n.cfg.ReconcileInterval)
 	defer tick.Stop()
 	var stop context.CancelFunc
-	done := make(chan struct{})
+	var done chan struct{}
 	for {
 		leading := n.raft.Raft.State() == raft.Leader && !n.closing.Load()
 		switch {
@@ -68,14 +69,21 @@ func (n *Node) leaderLoop() {
 	}
 }
 
-// lead is one term's leadership: a barrier, then the role's tasks.
+// lead is one term's leadership: a barrier, then the role's tasks. The
+// term's state starts and ends empty (endTerm), so nothing a node served
+// as leader outlives its term or leaks into its next one.
 func (n *Node) lead(ctx context.Context) {
+	n.endTerm()
+	defer n.endTerm()
 	for ctx.Err() == nil {
 		if err := n.raft.Raft.Barrier(leaderBarrierTimeout).Error(); err == nil {
 			break
 		} else if !waitOrDone(ctx, n.cfg.ReconcileInterval) {
 			return
 		}
+	}
+	if ctx.Err() != nil {
+		return
 	}
 	n.log.Info("leading: reconcilers started", "group", n.group)
 	defer n.log.Info("reconcilers stopped", "group", n.group)
@@ -92,6 +100,15 @@ func (n *Node) lead(ctx context.Context) {
 	go func() { defer close(done); fw.run(ctx) }()
 	n.reconcileLoop(ctx, rr.pass)
 	<-done
+}
+
+// endTerm clears what a term's leadership publishes: the lease view
+// (else a node leading again would answer lease polls from its previous
+// term's view until its first pass) and the forwarder whose status
+// GET /v1/cluster/raft shows.
+func (n *Node) endTerm() {
+	n.forwarders.Store(nil)
+	n.views.publish(&regionView{})
 }
 
 // reconcileLoop runs pass whenever the ledger moved or the interval
@@ -173,19 +190,20 @@ func chunkEvents(events []fsm.Event) ([][]fsm.Event, error) {
 	return out, nil
 }
 
-// proposeAll submits planned events to this node's tier in chunks and
-// returns the first failure.
+// proposeAll submits planned events to this node's tier in chunks, in
+// order, and stops at the first chunk that fails: a later chunk may hold
+// what only follows from an earlier one (a JobAccepted after its
+// workflows' dispatches, a JobCancellationAcked after the cancels), and
+// the planners plan what did not land again next pass.
 func (n *Node) proposeAll(ctx context.Context, events []fsm.Event) error {
 	chunks, err := chunkEvents(events)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, c := range chunks {
+	for i, c := range chunks {
 		res, err := n.pipe.Submit(ctx, c, n.tier)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return fmt.Errorf("propose chunk %d of %d (%d events): %w", i+1, len(chunks), len(c), err)
 		}
 		for i, r := range res.Results {
 			if r.Outcome == fsm.OutcomeRejected && !errors.Is(r.Err, fsm.ErrEventConflict) {
@@ -193,7 +211,7 @@ func (n *Node) proposeAll(ctx context.Context, events []fsm.Event) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // maxTS returns the later of two timestamps.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -33,14 +34,17 @@ const (
 // resyncInterval, on its first pass and when the dirty set overflowed, it
 // scans every live job instead. A job with nothing planned and nothing
 // due drops out of its indexes. Only the pass goroutine touches retry,
-// pending, due and lastFull.
+// pending, held, due and lastFull.
 type globalReconciler struct {
-	n        *Node
-	retry    map[string]map[string]*redelivery // job id → region → redelivery
-	pending  map[string]bool                   // jobs whose last plan emitted a decision
-	due      *dueSet                           // job id → next time-out or redelivery (HLC wall ms)
-	lastFull int64                             // HLC wall ms of the last full scan; 0: none yet
-	visited  int                               // jobs the last pass planned
+	n       *Node
+	retry   map[string]map[string]*redelivery // job id → region → redelivery
+	pending map[string]bool                   // jobs whose last plan emitted a decision
+	// held are, per region, the jobs planned for it while a delivery to
+	// it ran: the first pass that finds it free visits them again.
+	held     map[string]map[string]bool
+	due      *dueSet // job id → next time-out or redelivery (HLC wall ms)
+	lastFull int64   // HLC wall ms of the last full scan; 0: none yet
+	visited  int     // jobs the last pass planned
 
 	mu       sync.Mutex
 	inflight map[string]bool // region → a delivery is running
@@ -55,7 +59,7 @@ type redelivery struct {
 
 func newGlobalReconciler(n *Node) *globalReconciler {
 	return &globalReconciler{n: n, retry: map[string]map[string]*redelivery{}, pending: map[string]bool{},
-		due: newDueSet(), inflight: map[string]bool{}}
+		held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{}}
 }
 
 // wait returns when every delivery started by pass has ended.
@@ -67,6 +71,9 @@ type globalWork struct {
 	emit   []fsm.Event
 	newest hlc.Timestamp
 	sends  map[string][]fsm.Event
+	// busy are the regions a delivery was running to when the pass
+	// began: their jobs are held, without booking a redelivery.
+	busy map[string]bool
 }
 
 // pass plans the jobs that may need it: decisions are proposed now,
@@ -96,20 +103,20 @@ func (g *globalReconciler) pass(ctx context.Context) error {
 // when a resync is due) in one view at HLC wall time nowMs, plans them,
 // and updates the indexes.
 func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
-	w := globalWork{sends: map[string][]fsm.Event{}}
+	w := globalWork{sends: map[string][]fsm.Event{}, busy: g.busyRegions()}
 	g.visited = 0
 	d := g.n.dirty.take()
 	full = full || d.All || g.lastFull == 0 || nowMs-g.lastFull >= resyncInterval.Milliseconds()
 	var ids []string
 	if !full {
-		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), sortedKeys(g.pending))
+		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), sortedKeys(g.pending), g.release(w.busy))
 		sort.Strings(ids)
 	}
 	err := g.n.store.View(func(tx fsm.ReadTx) error {
 		visit := func(s *fsm.JobState) error { return g.visit(tx, s, nowMs, &w) }
 		if full {
 			seen := map[string]bool{}
-			g.pending = map[string]bool{}
+			g.pending, g.held = map[string]bool{}, map[string]map[string]bool{}
 			g.due.reset()
 			err := eachLiveJob(tx, "", func(s *fsm.JobState) error {
 				seen[s.JobID] = true
@@ -148,7 +155,9 @@ func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
 
 // visit plans job s, adds its decision and deliveries to w, and files it
 // under the indexes its plan calls for: pending while it emits a
-// decision, due at its next redelivery or its time-out.
+// decision, due at its next redelivery or its time-out, held for a
+// region a delivery was running to (its delivery goes with the first
+// pass that finds the region free, without waiting out a backoff).
 func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w *globalWork) error {
 	g.visited++
 	p := planGlobal(s, nowMs)
@@ -160,15 +169,22 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 		delete(g.pending, s.JobID)
 	}
 	planned := map[string]bool{}
+	var evs []fsm.Event // what every region gets of s, read once
 	for _, regions := range [][]string{p.Dispatch, p.Stop} {
 		for _, r := range regions {
 			planned[r] = true
+			if w.busy[r] {
+				g.hold(r, s.JobID)
+				continue
+			}
 			if !g.deliverable(s.JobID, r, nowMs) {
 				continue
 			}
-			evs, err := jobDelivery(tx, s, len(p.Stop) > 0)
-			if err != nil {
-				return err
+			if evs == nil {
+				var err error
+				if evs, err = jobDelivery(tx, s, len(p.Stop) > 0); err != nil {
+					return err
+				}
 			}
 			w.sends[r] = append(w.sends[r], evs...)
 		}
@@ -229,7 +245,8 @@ func jobDelivery(tx fsm.ReadTx, s *fsm.JobState, stop bool) ([]fsm.Event, error)
 
 // deliverable reports whether job's delivery to region may be sent at
 // nowMs, and if so books the next attempt (backing off while the region
-// does not react).
+// does not react). The caller checked that no delivery to region is
+// running, so what it books is sent.
 func (g *globalReconciler) deliverable(job, region string, nowMs int64) bool {
 	rs := g.retry[job]
 	if rs == nil {
@@ -249,8 +266,38 @@ func (g *globalReconciler) deliverable(job, region string, nowMs int64) bool {
 	return true
 }
 
-// send delivers evs to region in the background unless a delivery to it
-// is already running (the next pass will retry what this one skipped).
+// hold files job under region's held jobs.
+func (g *globalReconciler) hold(region, job string) {
+	if g.held[region] == nil {
+		g.held[region] = map[string]bool{}
+	}
+	g.held[region][job] = true
+}
+
+// release returns the jobs held for the regions not busy, and forgets
+// them.
+func (g *globalReconciler) release(busy map[string]bool) []string {
+	var out []string
+	for r, jobs := range g.held {
+		if !busy[r] {
+			out = append(out, sortedKeys(jobs)...)
+			delete(g.held, r)
+		}
+	}
+	return out
+}
+
+// busyRegions returns the regions a delivery is running to.
+func (g *globalReconciler) busyRegions() map[string]bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.inflight)
+}
+
+// send delivers evs to region in the background. Only the pass goroutine
+// starts deliveries and plan left out the regions busy when it began, so
+// region is free; were it not, the skipped jobs would wait out their
+// redelivery backoff.
 func (g *globalReconciler) send(ctx context.Context, region string, evs []fsm.Event) {
 	g.mu.Lock()
 	if g.inflight[region] {

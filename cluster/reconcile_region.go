@@ -37,15 +37,16 @@ type regionReconciler struct {
 	// job's workflows marks the job dirty and its next visit re-reads
 	// them, so the lease view and the workers' loads come from here
 	// rather than from a scan.
-	active   map[string]map[string]*fsm.WorkflowState
-	waiting  map[string]bool    // active jobs with DISPATCHED workflows
-	pending  map[string]bool    // jobs whose last plan had output
-	due      *dueSet            // job id → ms its next progress report may go
-	workers  []*fsm.WorkerState // the region's registered workers
-	haveWkrs bool               // workers was read (a join or leave reads it again)
-	live     map[string]bool    // active workers live at the last pass
-	lastFull int64              // ms of the last full scan; 0: none yet
-	visited  int                // jobs the last pass planned
+	active    map[string]map[string]*fsm.WorkflowState
+	waiting   map[string]bool    // active jobs with DISPATCHED workflows
+	pending   map[string]bool    // jobs whose last plan had output
+	due       *dueSet            // job id → ms its next progress report may go
+	workers   []*fsm.WorkerState // the region's registered workers
+	haveWkrs  bool               // workers was read (a join or leave reads it again)
+	inherited bool               // the term's liveness was reset from workers
+	live      map[string]bool    // active workers live at the last pass
+	lastFull  int64              // ms of the last full scan; 0: none yet
+	visited   int                // jobs the last pass planned
 	// leases is the lease view's map, built from active when it changed
 	// and shared (never changed in place) by every view published until
 	// then.
@@ -53,22 +54,28 @@ type regionReconciler struct {
 }
 
 func newRegionReconciler(n *Node) *regionReconciler {
-	r := &regionReconciler{n: n, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
+	return &regionReconciler{n: n, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
 		waiting: map[string]bool{}, pending: map[string]bool{}, due: newDueSet(), live: map[string]bool{}}
-	// A new leader counts every worker registered in the ledger as heard
-	// from now: it cannot know better, and a worker that really is gone
-	// loses its leases one ack window later.
+}
+
+// inherit counts every worker of the region registered in the ledger as
+// heard from now, once per term, from the first read of the workers: a
+// new leader cannot know better, and a worker that really is gone loses
+// its leases one ack window later. Done by the pass rather than before
+// it, so a failed read fails the pass (and is read again) instead of
+// leaving every worker silent and expired at once.
+func (rr *regionReconciler) inherit() {
+	if rr.inherited {
+		return
+	}
 	var ids []string
-	_ = n.store.View(func(tx fsm.ReadTx) error {
-		return tx.Workers(func(w *fsm.WorkerState) error {
-			if w.Active && w.Region == n.cfg.Region {
-				ids = append(ids, w.ID)
-			}
-			return nil
-		})
-	})
-	n.live.Reset(ids)
-	return r
+	for _, w := range rr.workers {
+		if w.Active {
+			ids = append(ids, w.ID)
+		}
+	}
+	rr.n.live.Reset(ids)
+	rr.inherited = true
 }
 
 // regionJob is a live job of the region with its workflows.
@@ -119,6 +126,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 				return err
 			}
 		}
+		rr.inherit()
 		live := map[string]bool{}
 		for _, w := range rr.workers {
 			if w.Active && n.live.Live(w.ID, window) {

@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/fsm/boltstore"
+	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/wal"
+)
+
+// Reconciler and forwarder behaviour under faults: a failed proposal, a
+// busy region, an unreadable store.
+
+// chunkCommitter fails its first proposal for good (ErrInvalidBatch: the
+// pipeline does not retry it) and commits the rest, counting them.
+type chunkCommitter struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *chunkCommitter) Propose(context.Context, []byte) (Proposal, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if c.calls == 1 {
+		return Proposal{}, fmt.Errorf("%w: refused by the test", ErrInvalidBatch)
+	}
+	return Proposal{Index: uint64(c.calls)}, nil
+}
+
+func (c *chunkCommitter) proposals() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// closedStore returns a bolt store that is already closed: every read of
+// it fails, as a store read can.
+func closedStore(t *testing.T) *boltstore.Store {
+	t.Helper()
+	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(t.TempDir(), "closed.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A later chunk (a JobAccepted, a JobCancellationAcked) must never land
+// without the earlier chunks it follows from.
+func TestProposeAll_StopsAtTheFirstFailedChunk(t *testing.T) {
+	w, err := wal.Open(wal.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	cm := &chunkCommitter{}
+	p, err := NewPipeline(PipelineConfig{Tier: DurabilityRegional, WAL: w, Committer: cm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	n := &Node{pipe: p, tier: DurabilityRegional, log: slog.New(slog.DiscardHandler)}
+	events, _ := jobEvents(0, maxPlannedPerBatch+10)
+	if chunks, err := chunkEvents(events); err != nil || len(chunks) != 2 {
+		t.Fatalf("want the events in 2 chunks, got %d (%v)", len(chunks), err)
+	}
+	if err := n.proposeAll(t.Context(), events); err == nil {
+		t.Fatal("proposeAll succeeded with its first chunk refused")
+	}
+	if got := cm.proposals(); got != 1 {
+		t.Fatalf("%d chunks proposed, want 1: nothing after the chunk that failed", got)
+	}
+}
+
+// A job planned while a delivery to its region runs is sent by the next
+// pass that finds the region free, not after a redelivery backoff.
+func TestGlobalReconciler_BusyRegionDoesNotDelayNewJobs(t *testing.T) {
+	h := newIncrHarness(t)
+	id := h.submit(1, time.Hour)
+	g := h.g
+	g.inflight["use1"] = true // a delivery to use1 is running
+	w, err := g.plan(h.now.UnixMilli(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for region, evs := range w.sends { // as pass does
+		g.send(t.Context(), region, evs)
+	}
+	h.now = h.now.Add(250 * time.Millisecond)
+	if w, err = g.plan(h.now.UnixMilli(), false); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.sends) != 0 || g.visited != 0 {
+		t.Fatalf("use1 still busy: the pass sends %v and visits %d jobs, want nothing", w.sends, g.visited)
+	}
+	g.mu.Lock()
+	delete(g.inflight, "use1") // it ended
+	g.mu.Unlock()
+	h.now = h.now.Add(250 * time.Millisecond) // one reconcile interval
+	if w, err = g.plan(h.now.UnixMilli(), false); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, e := range w.sends["use1"] {
+		sent = append(sent, e.JobID)
+	}
+	if len(sent) != 1 || sent[0] != id {
+		t.Fatalf("next pass sends %v to use1, want the new job %s at once", sent, id)
+	}
+}
+
+// A store read failing when the reconciler is made must not leave every
+// worker silent: the liveness grace comes from the first pass's read.
+func TestRegionReconciler_LivenessGraceFromTheFirstPass(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	side := newIncrSide(t, RoleManager, "use1", func() time.Time { return now })
+	side.index++
+	if _, err := side.n.ledger.Apply(side.index, []fsm.Event{{ID: randomEventID(), Type: fsm.TypeWorkerJoined,
+		HLC: hlc.Timestamp{WallMs: now.UnixMilli(), Node: 1}, Region: "use1", Node: "n1", Body: &fsm.WorkerJoined{Worker: "w1", Capacity: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	good := side.n.store
+	side.n.store = closedStore(t) // unreadable while the reconciler is made
+	rr := newRegionReconciler(side.n)
+	side.n.store = good
+	events, _, err := rr.plan(now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Type == fsm.TypeWorkerLeft {
+			t.Fatalf("the first pass expires %s, registered and inherited by the new leader", e.Body.(*fsm.WorkerLeft).Worker)
+		}
+	}
+	if !rr.live["w1"] {
+		t.Fatal("w1 not live after the first pass")
+	}
+}
+
+// A forwarder that cannot read its positions keeps trying, and says so.
+func TestForwarder_RetriesReadingItsPositions(t *testing.T) {
+	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(t.TempDir(), "ledger.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := fsm.New(fsm.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // every read of the ledger fails from now on
+	n := &Node{cfg: NodeConfig{Region: "use1", ReconcileInterval: time.Millisecond, BreakerCooldown: time.Second},
+		log: slog.New(slog.DiscardHandler), ledger: led, fwdMetrics: newForwarderMetrics(prometheus.NewRegistry())}
+	f := newForwarder(n)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); f.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, "the failed read in the forwarder's status", func() bool {
+		return strings.Contains(f.Status().LastError, "read positions")
+	})
+	select {
+	case <-done:
+		t.Fatal("the forwarder gave up for the term")
+	default:
+	}
+}
