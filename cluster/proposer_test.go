@@ -80,6 +80,25 @@ func queueN(t *testing.T, p *Proposer, n int, batch []byte) {
 	}
 }
 
+// A coalesced forward's batches are queued together, each admitted while
+// there is room and refused alone after (what ProposeMany relies on).
+func TestProposer_EnqueueManyAdmitsWhatFits(t *testing.T) {
+	p := newIdleProposer(t, ProposerConfig{QueueBatches: 3})
+	batch := mustBatch(t, jobEvent(1))
+	queueN(t, p, 2, batch)
+	prs := make([]*proposal, 3)
+	for i := range prs {
+		prs[i] = &proposal{batch: batch, events: 1, done: make(chan struct{})}
+	}
+	errs := p.enqueue(prs...)
+	if errs[0] != nil || !errors.Is(errs[1], ErrBackpressure) || !errors.Is(errs[2], ErrBackpressure) {
+		t.Fatalf("errors %v: want the first admitted, the others refused", errs)
+	}
+	if got := len(p.queue); got != 3 {
+		t.Fatalf("%d queued, want 3", got)
+	}
+}
+
 func TestProposer_FullQueueFailsAtOnceWithBackpressure(t *testing.T) {
 	p := newIdleProposer(t, ProposerConfig{QueueBatches: 3})
 	batch := mustBatch(t, jobEvent(1))
