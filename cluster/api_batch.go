@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -139,7 +140,7 @@ func checkLevel(d, tier Durability) error {
 // stampEvents fills what the client left out, merges client HLCs into the
 // clock and checks scope and validity of every event: one bad event fails
 // the whole batch before anything is written.
-func (n *Node) stampEvents(p Principal, events []fsm.Event) error {
+func (n *Node) stampEvents(p auth.Principal, events []fsm.Event) error {
 	for i := range events {
 		e := &events[i]
 		if e.Type == fsm.TypeForwardMark {
@@ -147,9 +148,9 @@ func (n *Node) stampEvents(p Principal, events []fsm.Event) error {
 				Message: fmt.Sprintf("event %d: ForwardMark is recorded by the regional forwarder only", i),
 				Details: map[string]any{"index": i, "type": e.Type.String()}}
 		}
-		tenantScope := ScopeJobsWrite
+		tenantScope := auth.ScopeJobsWrite
 		if e.Type.IsWorker() {
-			tenantScope = ScopeOperator
+			tenantScope = auth.ScopeOperator
 		}
 		if !p.Allows(tenantScope, orAll(e.Tenant)) {
 			return forbidden(p, tenantScope, e.Tenant)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -24,8 +25,8 @@ func (n *Node) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
 			Details: map[string]any{"field": "tenant"}})
 		return
 	}
-	if !p.Allows(ScopeJobsRead, tenant) {
-		writeError(w, forbidden(p, ScopeJobsRead, tenant))
+	if !p.Allows(auth.ScopeJobsRead, tenant) {
+		writeError(w, forbidden(p, auth.ScopeJobsRead, tenant))
 		return
 	}
 	if !n.readPrelude(w, r) {

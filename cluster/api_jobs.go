@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -77,8 +78,8 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !p.Allows(ScopeJobsWrite, spec.Tenant) {
-		writeError(w, forbidden(p, ScopeJobsWrite, spec.Tenant))
+	if !p.Allows(auth.ScopeJobsWrite, spec.Tenant) {
+		writeError(w, forbidden(p, auth.ScopeJobsWrite, spec.Tenant))
 		return
 	}
 	if err := n.checkRegions(spec.Regions); err != nil {
@@ -190,7 +191,7 @@ func (n *Node) handleGetJob(w http.ResponseWriter, r *http.Request) {
 
 // readJob is a read call's prelude (consistency) and its job: the job p
 // may read, or false with the error written.
-func (n *Node) readJob(w http.ResponseWriter, r *http.Request, p Principal, id string) (*fsm.JobState, bool) {
+func (n *Node) readJob(w http.ResponseWriter, r *http.Request, p auth.Principal, id string) (*fsm.JobState, bool) {
 	if !n.readPrelude(w, r) {
 		return nil, false
 	}
@@ -204,9 +205,9 @@ func (n *Node) readJob(w http.ResponseWriter, r *http.Request, p Principal, id s
 
 // jobFor reads a job the principal may read; another tenant's job is "not
 // found", so a token never learns that it exists.
-func (n *Node) jobFor(p Principal, id string) (*fsm.JobState, error) {
+func (n *Node) jobFor(p auth.Principal, id string) (*fsm.JobState, error) {
 	s, err := n.ledger.JobByID(id)
-	if err == nil && !p.Allows(ScopeJobsRead, s.Tenant) {
+	if err == nil && !p.Allows(auth.ScopeJobsRead, s.Tenant) {
 		err = fsm.ErrNotFound
 	}
 	if errors.Is(err, fsm.ErrNotFound) {
@@ -222,11 +223,11 @@ func (n *Node) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	jq := fsm.JobQuery{Tenant: q.Get("tenant"), Region: q.Get("region"), Cursor: q.Get("cursor")}
-	if jq.Tenant == "" && p.Tenant != AllTenants {
+	if jq.Tenant == "" && p.Tenant != auth.AllTenants {
 		jq.Tenant = p.Tenant
 	}
-	if !p.Allows(ScopeJobsRead, orAll(jq.Tenant)) {
-		writeError(w, forbidden(p, ScopeJobsRead, jq.Tenant))
+	if !p.Allows(auth.ScopeJobsRead, orAll(jq.Tenant)) {
+		writeError(w, forbidden(p, auth.ScopeJobsRead, jq.Tenant))
 		return
 	}
 	if s := q.Get("status"); s != "" {
@@ -331,8 +332,8 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !p.Allows(ScopeJobsWrite, s.Tenant) {
-		writeError(w, forbidden(p, ScopeJobsWrite, s.Tenant))
+	if !p.Allows(auth.ScopeJobsWrite, s.Tenant) {
+		writeError(w, forbidden(p, auth.ScopeJobsWrite, s.Tenant))
 		return
 	}
 	if s.Status.Terminal() {
@@ -382,7 +383,7 @@ func (n *Node) readPrelude(w http.ResponseWriter, r *http.Request) bool {
 
 func orAll(tenant string) string {
 	if tenant == "" {
-		return AllTenants
+		return auth.AllTenants
 	}
 	return tenant
 }

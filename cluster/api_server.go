@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -215,18 +215,18 @@ func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level Durabilit
 }
 
 // principal authenticates r; on failure it writes the 401 and returns false.
-func (n *Node) principal(w http.ResponseWriter, r *http.Request) (Principal, bool) {
+func (n *Node) principal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
 	p, err := n.auth.Authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
 		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: err.Error()})
-		return Principal{}, false
+		return auth.Principal{}, false
 	}
 	return p, true
 }
 
 // forbidden is the 403 of a token lacking scope on tenant.
-func forbidden(p Principal, scope Scope, tenant string) *APIError {
+func forbidden(p auth.Principal, scope auth.Scope, tenant string) *APIError {
 	msg := fmt.Sprintf("token %s lacks scope %s", p.Name, scope)
 	if tenant != "" && !p.SeesTenant(tenant) {
 		msg = fmt.Sprintf("token %s is bound to tenant %q, not %q", p.Name, p.Tenant, tenant)
@@ -241,18 +241,12 @@ func (n *Node) operator(h http.HandlerFunc) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		if !p.Allows(ScopeOperator, AllTenants) {
-			writeError(w, forbidden(p, ScopeOperator, ""))
+		if !p.Allows(auth.ScopeOperator, auth.AllTenants) {
+			writeError(w, forbidden(p, auth.ScopeOperator, ""))
 			return
 		}
 		h(w, r)
 	}
-}
-
-// clusterTokenOK checks the internal API's bearer token in constant time.
-func clusterTokenOK(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // setReadHeaders adds Strata-Index, Strata-Last-Contact and Strata-Leader.

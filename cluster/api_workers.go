@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -50,10 +51,10 @@ func (n *Node) workerAuth(w http.ResponseWriter, r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if !p.Allows(ScopeJobsWrite, AllTenants) {
-		ae := forbidden(p, ScopeJobsWrite, "")
-		if p.Tenant != AllTenants {
-			ae.Message = fmt.Sprintf("token %s is bound to tenant %q: worker calls need a %s token for all tenants", p.Name, p.Tenant, ScopeJobsWrite)
+	if !p.Allows(auth.ScopeJobsWrite, auth.AllTenants) {
+		ae := forbidden(p, auth.ScopeJobsWrite, "")
+		if p.Tenant != auth.AllTenants {
+			ae.Message = fmt.Sprintf("token %s is bound to tenant %q: worker calls need a %s token for all tenants", p.Name, p.Tenant, auth.ScopeJobsWrite)
 		}
 		writeError(w, ae)
 		return false

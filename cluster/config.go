@@ -7,6 +7,8 @@ import (
 	"net"
 	"regexp"
 	"time"
+
+	"github.com/strata-ledger/strata/cluster/auth"
 )
 
 // Role is what a node does in the cluster (DESIGN §1).
@@ -62,7 +64,7 @@ type NodeConfig struct {
 	Join            []string `koanf:"join"`     // LAN gossip seeds
 	JoinWAN         []string `koanf:"join_wan"` // WAN gossip seeds (gates)
 
-	Tokens []TokenConfig `koanf:"tokens"`
+	Tokens []auth.TokenConfig `koanf:"tokens"`
 	// ClusterToken is the secret nodes of one cluster share to call each
 	// other's internal API (forwarded proposals). Every node of the
 	// cluster must have the same one.
@@ -137,14 +139,14 @@ func (c *NodeConfig) Validate() error {
 	if c.WorkerAckWindow <= 0 || c.ReconcileInterval <= 0 || c.BreakerCooldown <= 0 {
 		bad("worker_ack_window, reconcile_interval, breaker_cooldown", "durations must be positive")
 	}
-	if _, err := NewAuthenticator(c.Tokens); err != nil {
+	if _, err := auth.NewAuthenticator(c.Tokens); err != nil {
 		bad("tokens", "%v", err)
 	}
 	if len(c.Tokens) == 0 {
 		bad("tokens", "at least one API token is required")
 	}
-	if len(c.ClusterToken) < minTokenLen {
-		bad("cluster_token", "required, at least %d characters, the same on every node", minTokenLen)
+	if len(c.ClusterToken) < auth.MinTokenLen {
+		bad("cluster_token", "required, at least %d characters, the same on every node", auth.MinTokenLen)
 	}
 	return errors.Join(errs...)
 }

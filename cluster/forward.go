@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
@@ -258,7 +259,7 @@ func (r *proposeResponse) message(status int) string {
 
 // internalCaller answers 401 unless r carries the cluster token.
 func (n *Node) internalCaller(w http.ResponseWriter, r *http.Request) bool {
-	if !clusterTokenOK(r, n.cfg.ClusterToken) {
+	if !auth.PeerTokenOK(r, n.cfg.ClusterToken) {
 		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
 		return false
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -64,7 +65,7 @@ type Node struct {
 	tier    Durability
 	group   string // "global" or the region code: session tokens, metrics
 	reg     *prometheus.Registry
-	auth    *Authenticator
+	auth    *auth.Authenticator
 	clock   *hlc.Clock
 	store   *boltstore.Store
 	ledger  *fsm.Ledger
@@ -140,7 +141,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if cfg.Role == RoleManager {
 		n.fwdMetrics = newForwarderMetrics(n.reg)
 	}
-	if n.auth, err = NewAuthenticator(cfg.Tokens); err != nil {
+	if n.auth, err = auth.NewAuthenticator(cfg.Tokens); err != nil {
 		return nil, err
 	}
 	if err = n.openClockAndLedger(); err != nil {

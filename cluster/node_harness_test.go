@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -32,9 +33,9 @@ const (
 	nodeTestWait = 30 * time.Second
 )
 
-func testTokens() []TokenConfig {
-	return []TokenConfig{
-		{Token: testAdminToken, Tenant: AllTenants, Scopes: []string{"operator", "jobs:read", "jobs:write"}},
+func testTokens() []auth.TokenConfig {
+	return []auth.TokenConfig{
+		{Token: testAdminToken, Tenant: auth.AllTenants, Scopes: []string{"operator", "jobs:read", "jobs:write"}},
 		{Token: testAcmeToken, Tenant: "acme", Scopes: []string{"jobs:read", "jobs:write"}},
 		{Token: testReaderToken, Tenant: "acme", Scopes: []string{"jobs:read"}},
 		{Token: testGlobexToken, Tenant: "globex", Scopes: []string{"jobs:read", "jobs:write"}},

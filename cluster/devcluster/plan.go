@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster"
+	"github.com/strata-ledger/strata/cluster/auth"
 )
 
 // Defaults of Options; the zero value of a field means its default. The
@@ -37,9 +38,9 @@ const (
 	// BasePort+portStride, gossip at +2×, gossip WAN at +3×, data plane at +4×.
 	portStride = 100
 	portKinds  = 5
-	// minTokenLen mirrors the cluster package's rule, checked here so a
-	// short token is named once rather than once per node.
-	minTokenLen = 16
+	// minTokenLen is the auth package's rule, checked here so a short
+	// token is named once rather than once per node.
+	minTokenLen = auth.MinTokenLen
 	// maxWorkersPerRegion bounds the worker processes of one region.
 	maxWorkersPerRegion = 64
 )
@@ -56,7 +57,7 @@ const (
 )
 
 // Scopes of the dev cluster's one API token: everything, on every tenant.
-var tokenScopes = []string{string(cluster.ScopeOperator), string(cluster.ScopeJobsRead), string(cluster.ScopeJobsWrite)}
+var tokenScopes = []string{string(auth.ScopeOperator), string(auth.ScopeJobsRead), string(auth.ScopeJobsWrite)}
 
 // regionPattern is the region rule of cluster.NodeConfig, checked here too
 // so a bad region is named once rather than once per node.
@@ -245,7 +246,7 @@ func (o Options) node(r, n int, region string, lanSeeds []string) NodeSpec {
 	cfg.RaftAddr = o.addr(r, n, offsetRaft)
 	cfg.GossipAddr = o.addr(r, n, offsetGossip)
 	cfg.Join = slices.Clone(lanSeeds)
-	cfg.Tokens = []cluster.TokenConfig{{Token: o.Token, Tenant: cluster.AllTenants, Scopes: slices.Clone(tokenScopes)}}
+	cfg.Tokens = []auth.TokenConfig{{Token: o.Token, Tenant: auth.AllTenants, Scopes: slices.Clone(tokenScopes)}}
 	cfg.ClusterToken = o.ClusterToken
 	cfg.WANLatency = o.WANLatency
 	cfg.EnableFaultInjection = o.EnableFaultInjection

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster"
+	"github.com/strata-ledger/strata/cluster/auth"
 )
 
 const (
@@ -166,7 +167,7 @@ func TestPlan_CarriesSettingsAndTokensToEveryNode(t *testing.T) {
 		if c.WANLatency != o.WANLatency || !c.EnableFaultInjection || c.LogLevel != "debug" || c.ClusterToken != testClusterToken {
 			t.Errorf("%s: settings not carried: %+v", s.ID(), c)
 		}
-		if len(c.Tokens) != 1 || c.Tokens[0].Token != testToken || c.Tokens[0].Tenant != cluster.AllTenants {
+		if len(c.Tokens) != 1 || c.Tokens[0].Token != testToken || c.Tokens[0].Tenant != auth.AllTenants {
 			t.Errorf("%s: tokens %+v", s.ID(), c.Tokens)
 		}
 		if err := c.Validate(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/knadh/koanf/providers/structs"
 
 	"github.com/strata-ledger/strata/cluster"
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -106,7 +107,7 @@ func loadSecrets(dataDir string, want secrets) (secrets, error) {
 	}
 	s := want
 	if s.Token == "" {
-		t, err := cluster.NewBootstrapToken()
+		t, err := auth.NewBootstrapToken()
 		if err != nil {
 			return secrets{}, err
 		}

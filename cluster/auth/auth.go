@@ -1,8 +1,9 @@
-package cluster
+package auth
 
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,8 +25,8 @@ const (
 // AllTenants binds a token to every tenant.
 const AllTenants = "*"
 
-// minTokenLen keeps guessable tokens out of configuration.
-const minTokenLen = 16
+// MinTokenLen keeps guessable tokens out of configuration.
+const MinTokenLen = 16
 
 // Errors of authentication and authorization; the HTTP layer maps them to
 // 401 and 403.
@@ -73,8 +74,8 @@ type Authenticator struct {
 func NewAuthenticator(tokens []TokenConfig) (*Authenticator, error) {
 	a := &Authenticator{byDigest: make(map[[sha256.Size]byte]Principal, len(tokens))}
 	for i, t := range tokens {
-		if len(t.Token) < minTokenLen {
-			return nil, fmt.Errorf("token %d: shorter than %d characters", i, minTokenLen)
+		if len(t.Token) < MinTokenLen {
+			return nil, fmt.Errorf("token %d: shorter than %d characters", i, MinTokenLen)
 		}
 		if t.Tenant == "" {
 			return nil, fmt.Errorf("token %d: tenant is required (a tenant id or %q)", i, AllTenants)
@@ -129,4 +130,10 @@ func NewBootstrapToken() (TokenConfig, error) {
 		Tenant: AllTenants,
 		Scopes: []string{string(ScopeOperator), string(ScopeJobsRead), string(ScopeJobsWrite)},
 	}, nil
+}
+
+// PeerTokenOK checks the internal API (node-to-node calls)'s bearer token in constant time.
+func PeerTokenOK(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
