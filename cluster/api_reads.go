@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
 )
@@ -178,11 +179,11 @@ func (n *Node) forwardToLeader(w http.ResponseWriter, r *http.Request, body []by
 
 // lanPeers returns the alive members of this node's LAN pool with role (and
 // region, when not empty), this node excluded.
-func (n *Node) lanPeers(role gossip.Role, region string) []Member {
-	var out []Member
+func (n *Node) lanPeers(role gossip.Role, region string) []members.Member {
+	var out []members.Member
 	for _, m := range n.members.Members() {
-		pm, ok := m.In(PoolLAN)
-		if !ok || pm.Status != MemberAlive || m.Meta.Role != role || m.Meta.NodeID == n.cfg.NodeID {
+		pm, ok := m.In(members.PoolLAN)
+		if !ok || pm.Status != members.MemberAlive || m.Meta.Role != role || m.Meta.NodeID == n.cfg.NodeID {
 			continue
 		}
 		if region == "" || m.Meta.Region == region {
@@ -204,7 +205,7 @@ func (n *Node) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	// Prefer the group leader when it is one of them: one hop less.
 	_, leader := n.raft.Raft.LeaderWithID()
-	i := slices.IndexFunc(peers, func(m Member) bool { return m.Meta.NodeID == string(leader) })
+	i := slices.IndexFunc(peers, func(m members.Member) bool { return m.Meta.NodeID == string(leader) })
 	if i < 0 {
 		i = int(time.Now().UnixNano() % int64(len(peers)))
 	}

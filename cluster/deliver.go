@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
 )
@@ -61,7 +62,7 @@ func (n *Node) deliver(ctx context.Context, group string, batch []byte, hops []s
 		// nodes it suspects rather than nothing.
 		peers = n.relayPeers(group, false)
 	}
-	peers = slices.DeleteFunc(peers, func(m Member) bool { return slices.Contains(hops, m.Meta.NodeID) })
+	peers = slices.DeleteFunc(peers, func(m members.Member) bool { return slices.Contains(hops, m.Meta.NodeID) })
 	if len(peers) == 0 {
 		return Proposal{}, fmt.Errorf("%w %s from node %s", ErrNoRoute, group, n.cfg.NodeID)
 	}
@@ -78,18 +79,18 @@ func (n *Node) deliver(ctx context.Context, group string, batch []byte, hops []s
 
 // relayPeers returns the nodes one hop closer to group: alive ones, or
 // (alive false) every one gossip knows, whatever its state.
-func (n *Node) relayPeers(group string, alive bool) []Member {
-	role, region, pool := gossip.RoleGate, group, PoolWAN
+func (n *Node) relayPeers(group string, alive bool) []members.Member {
+	role, region, pool := gossip.RoleGate, group, members.PoolWAN
 	switch {
 	case n.cfg.Role == RoleManager:
-		region, pool = n.cfg.Region, PoolLAN
+		region, pool = n.cfg.Region, members.PoolLAN
 	case group == n.cfg.Region:
-		role, pool = gossip.RoleManager, PoolLAN
+		role, pool = gossip.RoleManager, members.PoolLAN
 	}
-	var out []Member
+	var out []members.Member
 	for _, m := range n.members.Members() {
 		pm, ok := m.In(pool)
-		if ok && (!alive || pm.Status == MemberAlive) && m.Meta.Role == role && m.Meta.Region == region && m.Meta.NodeID != n.cfg.NodeID {
+		if ok && (!alive || pm.Status == members.MemberAlive) && m.Meta.Role == role && m.Meta.Region == region && m.Meta.NodeID != n.cfg.NodeID {
 			out = append(out, m)
 		}
 	}
@@ -97,7 +98,7 @@ func (n *Node) relayPeers(group string, alive bool) []Member {
 }
 
 // relay sends batch to m's internal deliver endpoint.
-func (n *Node) relay(ctx context.Context, m Member, group string, batch []byte, hops []string) (Proposal, error) {
+func (n *Node) relay(ctx context.Context, m members.Member, group string, batch []byte, hops []string) (Proposal, error) {
 	u := "http://" + m.Meta.APIAddr + internalDeliverPath + "?group=" + url.QueryEscape(group)
 	out, status, err := n.postBatch(ctx, u, batch, hops)
 	switch {

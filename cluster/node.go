@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -47,7 +48,7 @@ type NodeOptions struct {
 	// or NodeWAL failed); the agent exits. Default: log only.
 	OnFatal func(error)
 	// Membership overrides gossip timings (tests shorten them).
-	LANTimings, WANTimings PoolTimings
+	LANTimings, WANTimings members.PoolTimings
 	RejoinInterval         time.Duration
 	// DisableReconcilers keeps the job-lifecycle reconcilers and the
 	// forwarder from running on this node's leadership (tests of the API
@@ -75,7 +76,7 @@ type Node struct {
 	wal     *wal.WAL
 	prop    *Proposer
 	pipe    *Pipeline
-	members *Membership
+	members *members.Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
 	idem    *idempotencyCache
 	live    *liveness    // managers: workers heard from (leader's view)
@@ -303,7 +304,7 @@ func (n *Node) startMembership() error {
 	if n.cfg.Role == RoleGate {
 		role, wanAddr, wanSeeds = gossip.RoleGate, n.cfg.GossipWANAddr, n.cfg.JoinWAN
 	}
-	mc := MembershipConfig{
+	mc := members.Config{
 		Self: gossip.Meta{Role: role, Region: n.cfg.Region, NodeID: n.cfg.NodeID, APIAddr: n.ln.Addr().String(),
 			RaftAddr: string(n.raft.Transport.LocalAddr()), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
 		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
@@ -314,7 +315,7 @@ func (n *Node) startMembership() error {
 		mc.Faults = n.faults
 	}
 	var err error
-	n.members, err = StartMembership(mc)
+	n.members, err = members.Start(mc)
 	return err
 }
 
@@ -471,7 +472,7 @@ func (n *Node) closeParts() error {
 	}
 	var out []error
 	for _, e := range errs {
-		if e != nil && !errors.Is(e, http.ErrServerClosed) && !errors.Is(e, ErrClosed) && !errors.Is(e, ErrMembershipClosed) {
+		if e != nil && !errors.Is(e, http.ErrServerClosed) && !errors.Is(e, ErrClosed) && !errors.Is(e, members.ErrClosed) {
 			out = append(out, e)
 		}
 	}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -111,8 +114,8 @@ func (c *testCluster) cfg(id string) NodeConfig {
 
 func (c *testCluster) start(id string) *Node {
 	c.t.Helper()
-	n, err := StartNode(c.cfg(id), NodeOptions{Logger: gossipTestLogger(), LANTimings: gossipTestTimings(),
-		WANTimings: gossipTestTimings(), RejoinInterval: 500 * time.Millisecond, DisableReconcilers: !c.reconcile})
+	n, err := StartNode(c.cfg(id), NodeOptions{Logger: nodeTestLogger(), LANTimings: members.FastTimings(),
+		WANTimings: members.FastTimings(), RejoinInterval: 500 * time.Millisecond, DisableReconcilers: !c.reconcile})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", id, err)
 	}
@@ -264,4 +267,12 @@ func (c *testCluster) submitJob(id, query, key string) reply {
 func jobBody(tenant, key, timeout string) []byte {
 	return fmt.Appendf(nil, `{"tenant":%q,"idempotency_key":%q,"regions":["use1"],"timeout":%q,`+
 		`"workflows":[{"name":"checkout","count":2,"duration":"30s","rate":200,"failure_ratio":0}]}`, tenant, key, timeout)
+}
+
+// nodeTestLogger discards, unless STRATA_GOSSIP_TEST_LOG is set.
+func nodeTestLogger() *slog.Logger {
+	if os.Getenv("STRATA_GOSSIP_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

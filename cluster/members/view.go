@@ -1,4 +1,4 @@
-package cluster
+package members
 
 // This file holds what the pools tell a node: memberlist's events and leave
 // intents, and memberView, the deterministic core they feed, which the
@@ -55,7 +55,7 @@ const (
 	MemberAlive MemberStatus = iota + 1
 	// MemberDead: the member stopped answering (crash, restart, partition).
 	// Its Raft membership is unchanged, and the rejoin loop keeps contacting
-	// it until MembershipConfig.ForgetDeadAfter.
+	// it until Config.ForgetDeadAfter.
 	MemberDead
 	// MemberLeft: the member left through Leave (an operator removal) and
 	// this node got its leave intent.

@@ -1,4 +1,4 @@
-package cluster
+package members
 
 import (
 	"bytes"
@@ -21,10 +21,10 @@ import (
 
 // Sentinel errors of Membership.
 var (
-	// ErrMembershipClosed is returned by calls on a closed Membership.
-	ErrMembershipClosed = errors.New("cluster: membership closed")
-	// ErrInvalidMembershipConfig is returned by MembershipConfig.Validate.
-	ErrInvalidMembershipConfig = errors.New("cluster: invalid membership config")
+	// ErrClosed is returned by calls on a closed Membership.
+	ErrClosed = errors.New("cluster: membership closed")
+	// ErrInvalidConfig is returned by Config.Validate.
+	ErrInvalidConfig = errors.New("cluster: invalid membership config")
 	// ErrNotInPool is returned when a node asks about a pool it is not in: a
 	// manager about the gates' WAN pool.
 	ErrNotInPool = errors.New("cluster: node is not in that gossip pool")
@@ -51,8 +51,8 @@ const (
 	rejoinParallelism = 4
 )
 
-// MembershipConfig configures a Membership. Zero fields take their defaults.
-type MembershipConfig struct {
+// Config configures a Membership. Zero fields take their defaults.
+type Config struct {
 	// Self is the metadata this node gossips; Self.NodeID is its memberlist
 	// name in every pool.
 	Self gossip.Meta
@@ -102,11 +102,11 @@ type PoolTimings struct {
 func (t PoolTimings) validate(pool Pool) error {
 	for _, d := range []time.Duration{t.ProbeInterval, t.ProbeTimeout, t.GossipInterval, t.PushPullInterval, t.TCPTimeout, t.GossipToTheDeadTime} {
 		if d < 0 {
-			return fmt.Errorf("%w: %s timings: negative duration %v", ErrInvalidMembershipConfig, pool, d)
+			return fmt.Errorf("%w: %s timings: negative duration %v", ErrInvalidConfig, pool, d)
 		}
 	}
 	if t.SuspicionMult < 0 {
-		return fmt.Errorf("%w: %s timings: suspicion mult %d < 0", ErrInvalidMembershipConfig, pool, t.SuspicionMult)
+		return fmt.Errorf("%w: %s timings: suspicion mult %d < 0", ErrInvalidConfig, pool, t.SuspicionMult)
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ func (t PoolTimings) apply(c *memberlist.Config) {
 	}
 }
 
-func (c MembershipConfig) withDefaults() MembershipConfig {
+func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -146,9 +146,9 @@ func (c MembershipConfig) withDefaults() MembershipConfig {
 
 // Validate reports the first invalid field of c; zero fields that have a
 // default are valid.
-func (c MembershipConfig) Validate() error {
+func (c Config) Validate() error {
 	if err := c.Self.Validate(); err != nil {
-		return fmt.Errorf("%w: self: %w", ErrInvalidMembershipConfig, err)
+		return fmt.Errorf("%w: self: %w", ErrInvalidConfig, err)
 	}
 	if err := checkGossipBindAddr("lan addr", c.LANAddr); err != nil {
 		return err
@@ -159,11 +159,11 @@ func (c MembershipConfig) Validate() error {
 			return err
 		}
 		if c.WANAddr == c.LANAddr && !isZeroPort(c.LANAddr) {
-			return fmt.Errorf("%w: lan and wan pools both bind %s", ErrInvalidMembershipConfig, c.LANAddr)
+			return fmt.Errorf("%w: lan and wan pools both bind %s", ErrInvalidConfig, c.LANAddr)
 		}
 	case gossip.RoleManager:
 		if c.WANAddr != "" || len(c.WANSeeds) > 0 {
-			return fmt.Errorf("%w: a manager is not in the wan pool: wan addr and seeds must be empty", ErrInvalidMembershipConfig)
+			return fmt.Errorf("%w: a manager is not in the wan pool: wan addr and seeds must be empty", ErrInvalidConfig)
 		}
 	}
 	for _, s := range []struct {
@@ -175,7 +175,7 @@ func (c MembershipConfig) Validate() error {
 		}
 	}
 	if c.RejoinInterval < 0 || c.ForgetDeadAfter < 0 || c.ForgetLeftAfter < 0 {
-		return fmt.Errorf("%w: rejoin interval, forget dead after and forget left after must not be negative", ErrInvalidMembershipConfig)
+		return fmt.Errorf("%w: rejoin interval, forget dead after and forget left after must not be negative", ErrInvalidConfig)
 	}
 	if err := c.LANTimings.validate(PoolLAN); err != nil {
 		return err
@@ -188,13 +188,13 @@ func (c MembershipConfig) Validate() error {
 func checkGossipBindAddr(name, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%w: %s %q: %w", ErrInvalidMembershipConfig, name, addr, err)
+		return fmt.Errorf("%w: %s %q: %w", ErrInvalidConfig, name, addr, err)
 	}
 	if net.ParseIP(host) == nil {
-		return fmt.Errorf("%w: %s %q: host is not an IP", ErrInvalidMembershipConfig, name, addr)
+		return fmt.Errorf("%w: %s %q: host is not an IP", ErrInvalidConfig, name, addr)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("%w: %s %q: bad port", ErrInvalidMembershipConfig, name, addr)
+		return fmt.Errorf("%w: %s %q: bad port", ErrInvalidConfig, name, addr)
 	}
 	return nil
 }
@@ -206,15 +206,15 @@ func isZeroPort(addr string) bool {
 
 func checkGossipSeeds(name string, seeds []string) error {
 	if len(seeds) > MaxGossipSeeds {
-		return fmt.Errorf("%w: %d %s, max %d", ErrInvalidMembershipConfig, len(seeds), name, MaxGossipSeeds)
+		return fmt.Errorf("%w: %d %s, max %d", ErrInvalidConfig, len(seeds), name, MaxGossipSeeds)
 	}
 	for _, s := range seeds {
 		host, port, err := net.SplitHostPort(s)
 		if err != nil || host == "" {
-			return fmt.Errorf("%w: %s: %q is not host:port", ErrInvalidMembershipConfig, name, s)
+			return fmt.Errorf("%w: %s: %q is not host:port", ErrInvalidConfig, name, s)
 		}
 		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return fmt.Errorf("%w: %s: %q: bad port", ErrInvalidMembershipConfig, name, s)
+			return fmt.Errorf("%w: %s: %q: bad port", ErrInvalidConfig, name, s)
 		}
 	}
 	return nil
@@ -247,7 +247,7 @@ func checkGossipSeeds(name string, seeds []string) error {
 //
 // All methods are safe for concurrent use.
 type Membership struct {
-	cfg     MembershipConfig
+	cfg     Config
 	log     *slog.Logger
 	members *prometheus.GaugeVec
 	pools   [poolCount]*gossipPool // pools[PoolWAN] is nil on a manager
@@ -272,11 +272,11 @@ type gossipPool struct {
 	intents *memberlist.TransmitLimitedQueue
 }
 
-// StartMembership binds and starts the node's pools and their rejoin loops.
+// Start binds and starts the node's pools and their rejoin loops.
 // It returns once the pools listen; joining the seeds happens in the
 // background, so the first node of a cluster, or a node whose seeds are
 // down, starts all the same.
-func StartMembership(cfg MembershipConfig) (*Membership, error) {
+func Start(cfg Config) (*Membership, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -393,7 +393,7 @@ func (m *Membership) Peers(role gossip.Role, region string) []Member {
 // WaitForPeers blocks until at least n members of role's Raft group (as
 // Peers defines it) are alive, this node included, and returns them sorted
 // by node id. It wakes on memberlist's events, not on a timer; it returns
-// early with ctx's error, or ErrMembershipClosed.
+// early with ctx's error, or ErrClosed.
 func (m *Membership) WaitForPeers(ctx context.Context, role gossip.Role, region string, n int) ([]Member, error) {
 	if n < 1 || n > maxTrackedMembers {
 		return nil, fmt.Errorf("wait for %d %s peers: want 1..%d", n, role, maxTrackedMembers)
@@ -414,7 +414,7 @@ func (m *Membership) WaitForPeers(ctx context.Context, role gossip.Role, region 
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for %d %s peers in %s (have %d): %w", n, role, region, len(peers), ctx.Err())
 		case <-m.done:
-			return nil, ErrMembershipClosed
+			return nil, ErrClosed
 		}
 	}
 }
@@ -503,7 +503,7 @@ func (m *Membership) Leave(timeout time.Duration) error {
 	m.lifecycle.Lock()
 	defer m.lifecycle.Unlock()
 	if m.closed {
-		return ErrMembershipClosed
+		return ErrClosed
 	}
 	if timeout <= 0 {
 		return fmt.Errorf("leave gossip pools: timeout %v must be positive", timeout)

@@ -1,4 +1,4 @@
-package cluster
+package members
 
 import (
 	"context"
@@ -24,21 +24,10 @@ import (
 // gossipWait bounds every wait for gossip to converge.
 const gossipWait = 20 * time.Second
 
-// gossipTestTimings makes a LAN or WAN pool declare a silent node dead within
-// about a second. Dead nodes stop being gossiped to after testDeadGossip.
-const testDeadGossip = time.Second
+// testDeadGossip is FastTimings' GossipToTheDeadTime.
+const testDeadGossip = fastDeadGossip
 
-func gossipTestTimings() PoolTimings {
-	return PoolTimings{
-		ProbeInterval:       200 * time.Millisecond,
-		ProbeTimeout:        100 * time.Millisecond,
-		SuspicionMult:       2,
-		GossipInterval:      50 * time.Millisecond,
-		PushPullInterval:    time.Second,
-		TCPTimeout:          500 * time.Millisecond,
-		GossipToTheDeadTime: testDeadGossip,
-	}
-}
+func gossipTestTimings() PoolTimings { return FastTimings() }
 
 // gossipTestLogger discards, unless STRATA_GOSSIP_TEST_LOG is set.
 func gossipTestLogger() *slog.Logger {
@@ -83,7 +72,7 @@ func startMember(t *testing.T, s memberSpec, lanPort int, lanSeeds, wanSeeds []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := MembershipConfig{
+	cfg := Config{
 		Self:           memberMeta(s),
 		LANAddr:        net.JoinHostPort(s.ip, strconv.Itoa(lanPort)),
 		LANSeeds:       lanSeeds,
@@ -98,7 +87,7 @@ func startMember(t *testing.T, s memberSpec, lanPort int, lanSeeds, wanSeeds []s
 	if s.role == gossip.RoleGate {
 		cfg.WANAddr = s.ip + ":0"
 	}
-	m, err := StartMembership(cfg)
+	m, err := Start(cfg)
 	if err != nil {
 		t.Fatalf("start %s: %v", s.id, err)
 	}
@@ -330,8 +319,8 @@ func TestMembership_WaitForPeersStopsOnCancelCloseAndWrongPool(t *testing.T) {
 	if err := n.m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; !errors.Is(err, ErrMembershipClosed) {
-		t.Errorf("after Close: err = %v, want ErrMembershipClosed", err)
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: err = %v, want ErrClosed", err)
 	}
 }
 
@@ -435,8 +424,8 @@ func TestMembership_CloseIsSeenAsDeadAndLeaveAsLeft(t *testing.T) {
 	waitGossip(t, "the leaver to show as left", func() bool { return status(leaver.id) == MemberLeft },
 		func() string { return fmt.Sprint(memberSummary(observer.m.Members())) })
 
-	if err := leaver.m.Leave(time.Second); !errors.Is(err, ErrMembershipClosed) {
-		t.Errorf("Leave after Close: err = %v, want ErrMembershipClosed", err)
+	if err := leaver.m.Leave(time.Second); !errors.Is(err, ErrClosed) {
+		t.Errorf("Leave after Close: err = %v, want ErrClosed", err)
 	}
 	for s, want := range map[string]float64{"alive": 1, "dead": 1, "left": 1} {
 		if got := membersGauge(t, observer.m, "lan", s); got != want {
@@ -448,8 +437,8 @@ func TestMembership_CloseIsSeenAsDeadAndLeaveAsLeft(t *testing.T) {
 func TestMembershipConfig_Validate(t *testing.T) {
 	gate := memberMeta(memberSpec{gossip.RoleGate, "use1", "g1", "127.0.0.1"})
 	manager := memberMeta(memberSpec{gossip.RoleManager, "use1", "m1", "127.0.0.1"})
-	valid := func(self gossip.Meta) MembershipConfig {
-		c := MembershipConfig{Self: self, LANAddr: "127.0.0.1:7946", LANSeeds: []string{"10.0.0.2:7946", "seed.example:7946"}}
+	valid := func(self gossip.Meta) Config {
+		c := Config{Self: self, LANAddr: "127.0.0.1:7946", LANSeeds: []string{"10.0.0.2:7946", "seed.example:7946"}}
 		if self.Role == gossip.RoleGate {
 			c.WANAddr, c.WANSeeds = "127.0.0.1:7947", []string{"10.1.0.2:7947"}
 		}
@@ -457,23 +446,23 @@ func TestMembershipConfig_Validate(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		change func(*MembershipConfig)
+		change func(*Config)
 		want   bool
 	}{
-		{"gate", func(c *MembershipConfig) {}, true},
-		{"manager", func(c *MembershipConfig) { *c = valid(manager) }, true},
-		{"any port, both pools", func(c *MembershipConfig) { c.LANAddr, c.WANAddr = "127.0.0.1:0", "127.0.0.1:0" }, true},
-		{"invalid self", func(c *MembershipConfig) { c.Self.NodeID = "" }, false},
-		{"lan addr is a host name", func(c *MembershipConfig) { c.LANAddr = "localhost:7946" }, false},
-		{"lan addr without port", func(c *MembershipConfig) { c.LANAddr = "127.0.0.1" }, false},
-		{"gate without wan addr", func(c *MembershipConfig) { c.WANAddr = "" }, false},
-		{"lan and wan on one port", func(c *MembershipConfig) { c.WANAddr = c.LANAddr }, false},
-		{"manager with wan seeds", func(c *MembershipConfig) { *c = valid(manager); c.WANSeeds = []string{"10.1.0.2:7947"} }, false},
-		{"seed without port", func(c *MembershipConfig) { c.LANSeeds = []string{"10.0.0.2"} }, false},
-		{"seed port 0", func(c *MembershipConfig) { c.LANSeeds = []string{"10.0.0.2:0"} }, false},
-		{"too many seeds", func(c *MembershipConfig) { c.LANSeeds = make([]string, MaxGossipSeeds+1) }, false},
-		{"negative rejoin interval", func(c *MembershipConfig) { c.RejoinInterval = -time.Second }, false},
-		{"negative timing", func(c *MembershipConfig) { c.WANTimings.ProbeTimeout = -1 }, false},
+		{"gate", func(c *Config) {}, true},
+		{"manager", func(c *Config) { *c = valid(manager) }, true},
+		{"any port, both pools", func(c *Config) { c.LANAddr, c.WANAddr = "127.0.0.1:0", "127.0.0.1:0" }, true},
+		{"invalid self", func(c *Config) { c.Self.NodeID = "" }, false},
+		{"lan addr is a host name", func(c *Config) { c.LANAddr = "localhost:7946" }, false},
+		{"lan addr without port", func(c *Config) { c.LANAddr = "127.0.0.1" }, false},
+		{"gate without wan addr", func(c *Config) { c.WANAddr = "" }, false},
+		{"lan and wan on one port", func(c *Config) { c.WANAddr = c.LANAddr }, false},
+		{"manager with wan seeds", func(c *Config) { *c = valid(manager); c.WANSeeds = []string{"10.1.0.2:7947"} }, false},
+		{"seed without port", func(c *Config) { c.LANSeeds = []string{"10.0.0.2"} }, false},
+		{"seed port 0", func(c *Config) { c.LANSeeds = []string{"10.0.0.2:0"} }, false},
+		{"too many seeds", func(c *Config) { c.LANSeeds = make([]string, MaxGossipSeeds+1) }, false},
+		{"negative rejoin interval", func(c *Config) { c.RejoinInterval = -time.Second }, false},
+		{"negative timing", func(c *Config) { c.WANTimings.ProbeTimeout = -1 }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -483,8 +472,8 @@ func TestMembershipConfig_Validate(t *testing.T) {
 			if got := err == nil; got != tt.want {
 				t.Fatalf("Validate() = %v, want ok %v", err, tt.want)
 			}
-			if err != nil && !errors.Is(err, ErrInvalidMembershipConfig) {
-				t.Errorf("error %v does not wrap ErrInvalidMembershipConfig", err)
+			if err != nil && !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("error %v does not wrap ErrInvalidConfig", err)
 			}
 		})
 	}
