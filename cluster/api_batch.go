@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -114,12 +115,12 @@ func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
 
 // parseWriteLevel parses durability= (0 when absent) without checking it
 // against a tier: a batch may be forwarded to the other role.
-func parseWriteLevel(r *http.Request) (Durability, error) {
+func parseWriteLevel(r *http.Request) (commit.Durability, error) {
 	s := r.URL.Query().Get(api.ParamDurability)
 	if s == "" {
 		return 0, nil
 	}
-	d, err := ParseDurability(s)
+	d, err := commit.ParseDurability(s)
 	if err != nil {
 		return 0, badRequest("durability %q must be none, local, regional or global", s)
 	}
@@ -127,11 +128,11 @@ func parseWriteLevel(r *http.Request) (Durability, error) {
 }
 
 // checkLevel refuses a level above the tier (0: the tier's default).
-func checkLevel(d, tier Durability) error {
+func checkLevel(d, tier commit.Durability) error {
 	if d == 0 {
 		return nil
 	}
-	if _, err := ackLevel(d, tier); err != nil {
+	if _, err := commit.AckLevel(d, tier); err != nil {
 		return badRequest("%v", err)
 	}
 	return nil

@@ -2,14 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
-
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -39,15 +38,14 @@ func (n *Node) handleReadyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (n *Node) notReady() string {
-	r := n.raft.Raft
-	_, leader := r.LeaderWithID()
+	st := n.raft.Status()
 	switch {
 	case n.closing.Load():
 		return "shutting down"
-	case leader == "":
+	case st.Leader.ID == "":
 		return fmt.Sprintf("raft group %s has no leader", n.group)
-	case r.AppliedIndex()+readyLagEntries < r.CommitIndex():
-		return fmt.Sprintf("catching up: applied %d of %d", r.AppliedIndex(), r.CommitIndex())
+	case st.AppliedIndex+readyLagEntries < st.CommitIndex:
+		return fmt.Sprintf("catching up: applied %d of %d", st.AppliedIndex, st.CommitIndex)
 	}
 	return ""
 }
@@ -82,29 +80,27 @@ func (n *Node) handleRaft(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) raftStatus() (api.RaftGroup, error) {
-	r := n.raft.Raft
-	leaderAddr, leader := r.LeaderWithID()
-	g := api.RaftGroup{Name: n.group, Tier: n.tier.String(), State: r.State().String(), Leader: string(leader),
-		LeaderAddr: string(leaderAddr), Term: r.CurrentTerm(), CommitIndex: r.CommitIndex(),
-		AppliedIndex: n.ledger.AppliedIndex(), LastIndex: r.LastIndex(), LastContactMs: n.lastContact().Milliseconds(),
+	st := n.raft.Status()
+	g := api.RaftGroup{Name: n.group, Tier: n.tier.String(), State: st.State, Leader: st.Leader.ID,
+		LeaderAddr: st.Leader.Addr, Term: st.Term, CommitIndex: st.CommitIndex,
+		AppliedIndex: n.ledger.AppliedIndex(), LastIndex: st.LastIndex, LastContactMs: st.LastContact.Milliseconds(),
 		Peers: []api.RaftPeer{}}
 	if g.LastContactMs > int64(24*time.Hour/time.Millisecond) {
 		g.LastContactMs = -1 // never
 	}
-	f := r.GetConfiguration()
-	if err := f.Error(); err != nil {
+	servers, err := n.raft.Servers()
+	if err != nil {
 		return g, err
 	}
-	for _, s := range f.Configuration().Servers {
-		g.Peers = append(g.Peers, api.RaftPeer{ID: string(s.ID), Address: string(s.Address),
-			Suffrage: strings.ToLower(s.Suffrage.String()), Leader: s.ID == leader})
+	for _, s := range servers {
+		g.Peers = append(g.Peers, api.RaftPeer{ID: s.ID, Address: s.Addr, Suffrage: s.Suffrage, Leader: s.ID == st.Leader.ID})
 	}
 	marks := n.wal.Watermarks()
 	g.Watermarks = map[string]uint64{
 		"last": uint64(n.wal.LastLSN()), "regional": uint64(marks.Regional), "global": uint64(marks.Global),
 		"applied": uint64(marks.Applied), "compacted": uint64(marks.Compacted), "tier": uint64(n.pipe.Watermark()),
 	}
-	if f := n.forwarders.Load(); f != nil && r.State() == raft.Leader {
+	if f := n.forwarders.Load(); f != nil && n.raft.IsLeader() {
 		st := f.Status()
 		g.Forwarder = &st
 	}
@@ -113,7 +109,7 @@ func (n *Node) raftStatus() (api.RaftGroup, error) {
 
 // leaderOnly forwards an operator call that only the leader can do.
 func (n *Node) leaderOnly(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if n.raft.Raft.State() == raft.Leader {
+	if n.raft.IsLeader() {
 		return false
 	}
 	n.forwardToLeader(w, r, body, "membership changes are made by the leader")
@@ -143,25 +139,15 @@ func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	if n.leaderOnly(w, r, body) {
 		return
 	}
-	var f raft.IndexFuture
-	if req.NonVoter {
-		f = n.raft.Raft.AddNonvoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
-	} else {
-		f = n.raft.Raft.AddVoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr), 0, membershipChangeTimeout)
-	}
-	n.answerChange(w, f)
+	n.answerChange(w)(n.raft.AddServer(req.NodeID, req.RaftAddr, !req.NonVoter, membershipChangeTimeout))
 }
 
 func (n *Node) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	cfg := n.raft.Raft.GetConfiguration()
-	if err := cfg.Error(); err != nil {
+	found, err := n.raft.HasServer(id)
+	if err != nil {
 		writeError(w, err)
 		return
-	}
-	found := false
-	for _, s := range cfg.Configuration().Servers {
-		found = found || string(s.ID) == id
 	}
 	if !found {
 		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
@@ -171,7 +157,7 @@ func (n *Node) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
 	if n.leaderOnly(w, r, nil) {
 		return
 	}
-	n.answerChange(w, n.raft.Raft.RemoveServer(raft.ServerID(id), 0, membershipChangeTimeout))
+	n.answerChange(w)(n.raft.RemoveServer(id, membershipChangeTimeout))
 }
 
 func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
@@ -190,45 +176,34 @@ func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	if n.leaderOnly(w, r, body) {
 		return
 	}
-	var f raft.Future
-	if req.To == "" {
-		f = n.raft.Raft.LeadershipTransfer()
-	} else {
-		addr := ""
-		cfg := n.raft.Raft.GetConfiguration()
-		if err := cfg.Error(); err == nil {
-			for _, s := range cfg.Configuration().Servers {
-				if string(s.ID) == req.To {
-					addr = string(s.Address)
-				}
-			}
-		}
-		if addr == "" {
-			writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-				Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, n.group)})
-			return
-		}
-		f = n.raft.Raft.LeadershipTransferToServer(raft.ServerID(req.To), raft.ServerAddress(addr))
+	err = n.raft.TransferLeadership(req.To)
+	if errors.Is(err, group.ErrUnknownServer) {
+		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, n.group)})
+		return
 	}
-	if err := f.Error(); err != nil {
+	if err != nil {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "leadership transfer: " + err.Error()})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), membershipChangeTimeout)
 	defer cancel()
-	_, leader := n.raft.Raft.LeaderWithID()
-	for (leader == "" || string(leader) == n.cfg.NodeID) && ctx.Err() == nil {
+	leader := n.raft.Leader().ID
+	for (leader == "" || leader == n.cfg.NodeID) && ctx.Err() == nil {
 		sleepCtx(ctx, 10*time.Millisecond)
-		_, leader = n.raft.Raft.LeaderWithID()
+		leader = n.raft.Leader().ID
 	}
-	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: string(leader)})
+	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: leader})
 }
 
-func (n *Node) answerChange(w http.ResponseWriter, f raft.IndexFuture) {
-	if err := f.Error(); err != nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "membership change: " + err.Error()})
-		return
+// answerChange answers a membership change with the group's leader and
+// the change's index, or 503 with why it failed.
+func (n *Node) answerChange(w http.ResponseWriter) func(index uint64, err error) {
+	return func(index uint64, err error) {
+		if err != nil {
+			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "membership change: " + err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: n.raft.Leader().ID, Index: index})
 	}
-	_, leader := n.raft.Raft.LeaderWithID()
-	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: string(leader), Index: f.Index()})
 }

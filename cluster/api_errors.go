@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -44,7 +46,7 @@ func eventError(err error) error {
 }
 
 // resultError is the error of a one-event write whose event was rejected.
-func resultError(res SubmitResult) error {
+func resultError(res commit.SubmitResult) error {
 	for _, r := range res.Results {
 		if r.Outcome == fsm.OutcomeRejected {
 			return eventError(r.Err)
@@ -56,15 +58,15 @@ func resultError(res SubmitResult) error {
 // submitError maps a failed Submit. Before the NodeWAL nothing happened;
 // after it, the write holds at res.Level and keeps climbing, which the
 // message says so that a client knows a retry is safe but not needed.
-func submitError(err error, res SubmitResult) error {
+func submitError(err error, res commit.SubmitResult) error {
 	switch {
-	case errors.Is(err, ErrBackpressure):
+	case errors.Is(err, group.ErrBackpressure):
 		return &APIError{Status: http.StatusTooManyRequests, Code: CodeUnavailable, Message: err.Error()}
-	case errors.Is(err, ErrInvalidBatch):
+	case errors.Is(err, group.ErrInvalidBatch):
 		return eventError(err)
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, group.ErrClosed):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "node is shutting down"}
-	case res.Level >= DurabilityLocal:
+	case res.Level >= commit.DurabilityLocal:
 		return &APIError{Status: http.StatusGatewayTimeout, Code: CodeTimeout,
 			Message: fmt.Sprintf("write is %s (NodeWAL LSN %d) and still climbing to its tier: %v", res.Level, res.LSN, err),
 			Details: map[string]any{"durability": res.Level.String(), "lsn": uint64(res.LSN)}}

@@ -7,9 +7,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -52,7 +51,7 @@ func (n *Node) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
 
 // writeLevel parses durability= for a write of this node's tier (empty:
 // the tier).
-func (n *Node) writeLevel(r *http.Request) (Durability, error) {
+func (n *Node) writeLevel(r *http.Request) (commit.Durability, error) {
 	d, err := parseWriteLevel(r)
 	if err == nil {
 		err = checkLevel(d, n.tier)
@@ -124,7 +123,7 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		// The key's job was created earlier (through another gate, or
 		// before this gate applied it): answer from the ledger once this
 		// node has applied the entry that found the conflict.
-		if err := n.applied.wait(r.Context(), res.Index); err != nil {
+		if err := n.applied.Wait(r.Context(), res.Index); err != nil {
 			writeError(w, submitError(err, res))
 			return
 		}
@@ -143,7 +142,7 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 
 // writeResponse is the common part of a write's answer; it sets the
 // session header when the write reached its tier.
-func (n *Node) writeResponse(w http.ResponseWriter, res SubmitResult, ts hlc.Timestamp) api.WriteResponse {
+func (n *Node) writeResponse(w http.ResponseWriter, res commit.SubmitResult, ts hlc.Timestamp) api.WriteResponse {
 	out := api.WriteResponse{Durability: res.Level.String(), HLC: ts, Session: n.sessionToken(res.Index)}
 	if out.Session != "" {
 		w.Header().Set(api.HeaderSession, out.Session)
@@ -319,11 +318,11 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	}
 	// The cancel's fence comes from the job's current state: read it
 	// linearizably, on the leader.
-	if n.raft.Raft.State() != raft.Leader {
+	if !n.raft.IsLeader() {
 		n.forwardToLeader(w, r, body, "cancels are decided by the leader")
 		return
 	}
-	if err := n.confirmLeadership(r.Context()); err != nil {
+	if err := n.raft.ConfirmLeadership(r.Context()); err != nil {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "cancel: " + err.Error()})
 		return
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -30,8 +28,6 @@ const (
 	// maxForwardHops bounds how often one request is forwarded (a manager
 	// to a gate, that gate to the global leader).
 	maxForwardHops = 2
-	// verifyLeaderTimeout bounds the quorum round of a strong read.
-	verifyLeaderTimeout = 5 * time.Second
 	// maxProxyResponse bounds a forwarded answer.
 	maxProxyResponse = 64 << 20
 )
@@ -62,12 +58,12 @@ func (n *Node) parseReadOpts(r *http.Request) (readOpts, error) {
 		o.maxStaleness = d
 	}
 	if tok := r.Header.Get(api.HeaderSession); tok != "" {
-		group, idx, err := parseSession(tok)
+		grp, idx, err := parseSession(tok)
 		if err != nil {
 			return o, err
 		}
-		if group != n.group {
-			return o, badRequest("session token %q is of group %s; this read is served by group %s", tok, group, n.group)
+		if grp != n.group {
+			return o, badRequest("session token %q is of group %s; this read is served by group %s", tok, grp, n.group)
 		}
 		o.session = idx
 	} else if o.consistency == api.ConsistencySession {
@@ -85,12 +81,12 @@ func (n *Node) sessionToken(index uint64) string {
 }
 
 func parseSession(tok string) (string, uint64, error) {
-	group, idx, ok := strings.Cut(tok, ":")
+	grp, idx, ok := strings.Cut(tok, ":")
 	i, err := strconv.ParseUint(idx, 10, 64)
-	if !ok || group == "" || err != nil || i == 0 {
+	if !ok || grp == "" || err != nil || i == 0 {
 		return "", 0, badRequest("%s %q is not {group}:{index}", api.HeaderSession, tok)
 	}
-	return group, i, nil
+	return grp, i, nil
 }
 
 // prepareRead makes this node fit to answer a read at o's consistency: it
@@ -100,7 +96,7 @@ func (n *Node) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) b
 	if o.session > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), n.cfg.SessionWait)
 		defer cancel()
-		if err := n.applied.wait(ctx, o.session); err != nil {
+		if err := n.applied.Wait(ctx, o.session); err != nil {
 			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 				Message: fmt.Sprintf("node %s applied index %d, session needs %d: not reached within %s",
 					n.cfg.NodeID, n.ledger.AppliedIndex(), o.session, n.cfg.SessionWait)})
@@ -109,18 +105,17 @@ func (n *Node) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) b
 	}
 	switch o.consistency {
 	case api.ConsistencyBounded:
-		_, leader := n.raft.Raft.LeaderWithID()
-		if leader != "" && n.lastContact() <= o.maxStaleness {
+		if n.raft.Leader().ID != "" && n.lastContact() <= o.maxStaleness {
 			return true
 		}
 		n.forwardToLeader(w, r, nil, fmt.Sprintf("last contact with the leader is older than max_staleness %s", o.maxStaleness))
 		return false
 	case api.ConsistencyStrong:
-		if n.raft.Raft.State() != raft.Leader {
+		if !n.raft.IsLeader() {
 			n.forwardToLeader(w, r, nil, "strong reads are served by the leader")
 			return false
 		}
-		if err := n.confirmLeadership(r.Context()); err != nil {
+		if err := n.raft.ConfirmLeadership(r.Context()); err != nil {
 			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 				Message: fmt.Sprintf("strong read: node %s could not confirm leadership with a quorum: %v", n.cfg.NodeID, err)})
 			return false
@@ -129,46 +124,16 @@ func (n *Node) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) b
 	return true
 }
 
-// confirmLeadership makes a strong read linearizable: the first time in a
-// term a Raft barrier makes sure every entry of earlier terms is applied
-// here, and every read confirms with a quorum that this node still leads,
-// so a partitioned former leader fails instead of answering stale.
-func (n *Node) confirmLeadership(ctx context.Context) error {
-	term := n.raft.Raft.CurrentTerm()
-	if n.readyTerm.Load() != term {
-		n.barrierMu.Lock()
-		if n.readyTerm.Load() != term {
-			if err := n.raft.Raft.Barrier(verifyLeaderTimeout).Error(); err != nil {
-				n.barrierMu.Unlock()
-				return fmt.Errorf("barrier: %w", err)
-			}
-			n.readyTerm.Store(term)
-		}
-		n.barrierMu.Unlock()
-	}
-	ctx, cancel := context.WithTimeout(ctx, verifyLeaderTimeout)
-	defer cancel()
-	f := n.raft.Raft.VerifyLeader()
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("no quorum confirmed leadership: %w", ctx.Err())
-	}
-}
-
 // forwardToLeader sends r (with body) to the group leader's API, or answers
 // 503 saying why this node could not serve it.
 func (n *Node) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte, why string) {
-	_, id := n.raft.Raft.LeaderWithID()
-	if id == "" || string(id) == n.cfg.NodeID {
+	id := n.raft.Leader().ID
+	if id == "" || id == n.cfg.NodeID {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: fmt.Sprintf("node %s: %s, and no leader is known", n.cfg.NodeID, why)})
 		return
 	}
-	m, ok := n.members.Lookup(string(id))
+	m, ok := n.members.Lookup(id)
 	if !ok || m.Meta.APIAddr == "" {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: fmt.Sprintf("node %s: %s, and leader %s is not known to gossip", n.cfg.NodeID, why, id)})
@@ -204,8 +169,8 @@ func (n *Node) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte
 		return
 	}
 	// Prefer the group leader when it is one of them: one hop less.
-	_, leader := n.raft.Raft.LeaderWithID()
-	i := slices.IndexFunc(peers, func(m members.Member) bool { return m.Meta.NodeID == string(leader) })
+	leader := n.raft.Leader().ID
+	i := slices.IndexFunc(peers, func(m members.Member) bool { return m.Meta.NodeID == leader })
 	if i < 0 {
 		i = int(time.Now().UnixNano() % int64(len(peers)))
 	}

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -197,14 +197,14 @@ func (n *Node) stampOwn(e *fsm.Event) error {
 // submitOwn submits one event this node originates (e carries its type,
 // body and job fields): it stamps it (stampOwn), validates it and submits
 // it at level. On failure it writes the error and returns false.
-func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level Durability, e fsm.Event) (SubmitResult, hlc.Timestamp, bool) {
+func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level commit.Durability, e fsm.Event) (commit.SubmitResult, hlc.Timestamp, bool) {
 	if err := n.stampOwn(&e); err != nil {
 		writeError(w, err)
-		return SubmitResult{}, e.HLC, false
+		return commit.SubmitResult{}, e.HLC, false
 	}
 	if err := e.Validate(); err != nil {
 		writeError(w, eventError(err))
-		return SubmitResult{}, e.HLC, false
+		return commit.SubmitResult{}, e.HLC, false
 	}
 	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
 	if err != nil {
@@ -254,19 +254,9 @@ func (n *Node) setReadHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set(api.HeaderIndex, strconv.FormatUint(n.ledger.AppliedIndex(), 10))
 	h.Set(api.HeaderLastContact, strconv.FormatInt(n.lastContact().Milliseconds(), 10))
-	_, id := n.raft.Raft.LeaderWithID()
-	h.Set(api.HeaderLeader, string(id))
+	h.Set(api.HeaderLeader, n.raft.Leader().ID)
 }
 
-// lastContact is how long ago this node heard from its leader: 0 on the
-// leader, a very long time when it never did.
-func (n *Node) lastContact() time.Duration {
-	if n.raft.Raft.State() == raft.Leader {
-		return 0
-	}
-	lc := n.raft.Raft.LastContact()
-	if lc.IsZero() {
-		return time.Duration(1<<62 - 1)
-	}
-	return time.Since(lc)
-}
+// lastContact is how long ago this node heard from its leader (group.Never
+// when it never did).
+func (n *Node) lastContact() time.Duration { return n.raft.LastContact() }

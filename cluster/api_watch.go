@@ -107,7 +107,7 @@ func (n *Node) handleWatchJob(w http.ResponseWriter, r *http.Request) {
 	if !n.watchPrelude(w, r) {
 		return
 	}
-	index, moved := n.applied.current()
+	index, moved := n.applied.Current()
 	s, err := n.jobFor(p, id)
 	if err != nil {
 		writeError(w, err)
@@ -174,7 +174,7 @@ func (n *Node) streamJob(ctx context.Context, w http.ResponseWriter, s *fsm.JobS
 			case <-t.C:
 			}
 		}
-		index, moved = n.applied.current()
+		index, moved = n.applied.Current()
 		cur, err := n.ledger.JobByID(s.JobID)
 		lastRead = time.Now()
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -147,7 +148,7 @@ func (c *testCluster) proposeJobEvent(t *testing.T, jobID string, fence uint64, 
 		Node: lead.cfg.NodeID, HLC: ts, Fence: fence, Body: body}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTestWait)
 	defer cancel()
-	res, err := lead.pipe.Submit(ctx, []fsm.Event{e}, DurabilityGlobal)
+	res, err := lead.pipe.Submit(ctx, []fsm.Event{e}, commit.DurabilityGlobal)
 	if err != nil || len(res.Results) != 1 || res.Results[0].Outcome != fsm.OutcomeApplied {
 		t.Fatalf("propose %s: %v %+v", e.Type, err, res.Results)
 	}

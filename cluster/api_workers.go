@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -69,7 +67,7 @@ func (n *Node) forwardWorkerCall(w http.ResponseWriter, r *http.Request, body []
 	switch {
 	case n.cfg.Role == RoleGate:
 		n.forwardToRole(w, r, body, gossip.RoleManager)
-	case n.raft.Raft.State() != raft.Leader:
+	case !n.raft.IsLeader():
 		n.forwardToLeader(w, r, body, "worker calls are served by the regional leader")
 	default:
 		return false
@@ -225,7 +223,7 @@ func (n *Node) handleLeases(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if n.cfg.Role == RoleGate || n.raft.Raft.State() != raft.Leader {
+	if n.cfg.Role == RoleGate || !n.raft.IsLeader() {
 		if wait > maxForwardedLeaseWait {
 			q := r.URL.Query()
 			q.Set("wait", maxForwardedLeaseWait.String())

@@ -57,7 +57,7 @@ func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
 	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrWorkerExists) && !generated {
 		// A concurrent registration of the same id won: answer as a
 		// repeat once this node has applied the entry.
-		if err := n.applied.wait(r.Context(), res.Index); err != nil {
+		if err := n.applied.Wait(r.Context(), res.Index); err != nil {
 			writeError(w, submitError(err, res))
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -54,7 +55,7 @@ func (n *Node) handleProgress(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	level, err := n.reportLevel(r, DurabilityLocal)
+	level, err := n.reportLevel(r, commit.DurabilityLocal)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -162,7 +163,7 @@ func endReport(t fsm.EventType, req *api.WorkflowEndRequest) (report, error) {
 }
 
 // reportLevel parses durability= of a report; def when absent.
-func (n *Node) reportLevel(r *http.Request, def Durability) (Durability, error) {
+func (n *Node) reportLevel(r *http.Request, def commit.Durability) (commit.Durability, error) {
 	d, err := parseWriteLevel(r)
 	if err == nil {
 		err = checkLevel(d, n.tier)
@@ -180,7 +181,7 @@ func (n *Node) reportLevel(r *http.Request, def Durability) (Durability, error) 
 // NONE) has no result: it is written and climbs to the ledger. A report
 // that would make an invalid event fails the whole request (it is the
 // request's fault) before anything is written.
-func (n *Node) submitReports(w http.ResponseWriter, r *http.Request, worker string, reps []report, level Durability) {
+func (n *Node) submitReports(w http.ResponseWriter, r *http.Request, worker string, reps []report, level commit.Durability) {
 	if _, err := n.activeWorker(worker); err != nil {
 		writeError(w, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -196,7 +197,7 @@ func (e *workerEnv) propose(t *testing.T, fence uint64, bodies ...fsm.Body) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTestWait)
 	defer cancel()
-	res, err := n.pipe.Submit(ctx, events, DurabilityRegional)
+	res, err := n.pipe.Submit(ctx, events, commit.DurabilityRegional)
 	if err != nil {
 		t.Fatalf("propose: %v", err)
 	}

@@ -8,8 +8,7 @@ import (
 	"net/url"
 	"slices"
 
-	"github.com/hashicorp/raft"
-
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -42,49 +41,49 @@ var ErrNoRoute = errors.New("cluster: no route to group")
 
 // deliver proposes batch to group's Raft group and returns the leader's
 // Proposal. hops lists the nodes that relayed it so far.
-func (n *Node) deliver(ctx context.Context, group string, batch []byte, hops []string) (Proposal, error) {
-	if group == n.group {
-		if n.raft.Raft.State() == raft.Leader {
+func (n *Node) deliver(ctx context.Context, grp string, batch []byte, hops []string) (group.Proposal, error) {
+	if grp == n.group {
+		if n.raft.IsLeader() {
 			return n.prop.Propose(ctx, batch)
 		}
 		leader := n.prop.Leader()
 		if leader.ID == "" {
-			return Proposal{}, &NotLeaderError{Err: fmt.Errorf("group %s has no leader", group)}
+			return group.Proposal{}, &group.NotLeaderError{Err: fmt.Errorf("group %s has no leader", grp)}
 		}
 		return n.forwardBatch(ctx, leader, batch)
 	}
 	if len(hops) >= maxDeliverHops {
-		return Proposal{}, fmt.Errorf("%w %s: relayed by %v already", ErrNoRoute, group, hops)
+		return group.Proposal{}, fmt.Errorf("%w %s: relayed by %v already", ErrNoRoute, grp, hops)
 	}
-	peers := n.relayPeers(group, true)
+	peers := n.relayPeers(grp, true)
 	if len(peers) == 0 {
 		// Gossip may not have seen a healed link come back yet: try the
 		// nodes it suspects rather than nothing.
-		peers = n.relayPeers(group, false)
+		peers = n.relayPeers(grp, false)
 	}
 	peers = slices.DeleteFunc(peers, func(m members.Member) bool { return slices.Contains(hops, m.Meta.NodeID) })
 	if len(peers) == 0 {
-		return Proposal{}, fmt.Errorf("%w %s from node %s", ErrNoRoute, group, n.cfg.NodeID)
+		return group.Proposal{}, fmt.Errorf("%w %s from node %s", ErrNoRoute, grp, n.cfg.NodeID)
 	}
 	var errs []error
 	for _, m := range peers[:min(len(peers), deliverCandidates)] {
-		p, err := n.relay(ctx, m, group, batch, append(slices.Clone(hops), n.cfg.NodeID))
-		if err == nil || errors.Is(err, ErrInvalidBatch) || ctx.Err() != nil {
+		p, err := n.relay(ctx, m, grp, batch, append(slices.Clone(hops), n.cfg.NodeID))
+		if err == nil || errors.Is(err, group.ErrInvalidBatch) || ctx.Err() != nil {
 			return p, err
 		}
 		errs = append(errs, err)
 	}
-	return Proposal{}, errors.Join(errs...)
+	return group.Proposal{}, errors.Join(errs...)
 }
 
 // relayPeers returns the nodes one hop closer to group: alive ones, or
 // (alive false) every one gossip knows, whatever its state.
-func (n *Node) relayPeers(group string, alive bool) []members.Member {
-	role, region, pool := gossip.RoleGate, group, members.PoolWAN
+func (n *Node) relayPeers(grp string, alive bool) []members.Member {
+	role, region, pool := gossip.RoleGate, grp, members.PoolWAN
 	switch {
 	case n.cfg.Role == RoleManager:
 		region, pool = n.cfg.Region, members.PoolLAN
-	case group == n.cfg.Region:
+	case grp == n.cfg.Region:
 		role, pool = gossip.RoleManager, members.PoolLAN
 	}
 	var out []members.Member
@@ -98,18 +97,18 @@ func (n *Node) relayPeers(group string, alive bool) []members.Member {
 }
 
 // relay sends batch to m's internal deliver endpoint.
-func (n *Node) relay(ctx context.Context, m members.Member, group string, batch []byte, hops []string) (Proposal, error) {
-	u := "http://" + m.Meta.APIAddr + internalDeliverPath + "?group=" + url.QueryEscape(group)
+func (n *Node) relay(ctx context.Context, m members.Member, grp string, batch []byte, hops []string) (group.Proposal, error) {
+	u := "http://" + m.Meta.APIAddr + internalDeliverPath + "?group=" + url.QueryEscape(grp)
 	out, status, err := n.postBatch(ctx, u, batch, hops)
 	switch {
 	case err != nil:
-		return Proposal{}, fmt.Errorf("relay to %s via %s: %w", group, m.Meta.NodeID, err)
+		return group.Proposal{}, fmt.Errorf("relay to %s via %s: %w", grp, m.Meta.NodeID, err)
 	case status == http.StatusOK:
-		return Proposal{Index: out.Index, Results: decodeResults(out.Results)}, nil
+		return group.Proposal{Index: out.Index, Results: decodeResults(out.Results)}, nil
 	case status == http.StatusBadRequest && out.Error != nil:
-		return Proposal{}, fmt.Errorf("%w: %s", ErrInvalidBatch, out.Error.Message)
+		return group.Proposal{}, fmt.Errorf("%w: %s", group.ErrInvalidBatch, out.Error.Message)
 	}
-	return Proposal{}, fmt.Errorf("relay to %s via %s: %d: %s", group, m.Meta.NodeID, status, out.message(status))
+	return group.Proposal{}, fmt.Errorf("relay to %s via %s: %d: %s", grp, m.Meta.NodeID, status, out.message(status))
 }
 
 // handleDeliver is a relay's or the target group's side of deliver.
@@ -117,9 +116,9 @@ func (n *Node) handleDeliver(w http.ResponseWriter, r *http.Request) {
 	if !n.internalCaller(w, r) {
 		return
 	}
-	group := r.URL.Query().Get("group")
-	if group != GlobalGroup && !regionPattern.MatchString(group) {
-		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: fmt.Sprintf("bad group %q", group)}})
+	grp := r.URL.Query().Get("group")
+	if grp != GlobalGroup && !regionPattern.MatchString(grp) {
+		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: fmt.Sprintf("bad group %q", grp)}})
 		return
 	}
 	hops := r.Header.Values(api.HeaderForwardedBy)
@@ -131,11 +130,11 @@ func (n *Node) handleDeliver(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := n.deliver(r.Context(), group, batch, hops)
+	p, err := n.deliver(r.Context(), grp, batch, hops)
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)})
-	case errors.Is(err, ErrInvalidBatch):
+	case errors.Is(err, group.ErrInvalidBatch):
 		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}})
 	default:
 		writeJSON(w, http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}})

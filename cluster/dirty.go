@@ -3,6 +3,7 @@ package cluster
 import (
 	"sync"
 
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -104,12 +105,12 @@ func (d *dirtySet) take() dirtyTake {
 	return t
 }
 
-// noteEntry records what an applied Raft entry changed: the job ids of
+// Entry records what an applied Raft entry changed: the job ids of
 // the events that changed the ledger (applied or absorbed: duplicates and
 // rejections change nothing), and worker joins and leaves. The ledger's
 // results name each event's type and job, so the entry is not decoded
 // again here.
-func (d *dirtySet) noteEntry(results [][]fsm.Result) {
+func (d *dirtySet) Entry(results [][]fsm.Result) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, rs := range results {
@@ -127,3 +128,8 @@ func (d *dirtySet) noteEntry(results [][]fsm.Result) {
 		}
 	}
 }
+
+// Restored implements group.ApplyObserver: a snapshot replaced the state.
+func (d *dirtySet) Restored() { d.addAll() }
+
+var _ group.ApplyObserver = (*dirtySet)(nil)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/group/grouptest"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
 	"github.com/strata-ledger/strata/fsm/memstore"
@@ -91,7 +93,7 @@ func noteEvents(t *testing.T, d *dirtySet, events []fsm.Event, outcomes ...fsm.O
 	for i, o := range outcomes {
 		results[i] = fsm.Result{Outcome: o, Type: events[i].Type, JobID: events[i].JobID}
 	}
-	d.noteEntry([][]fsm.Result{results})
+	d.Entry([][]fsm.Result{results})
 }
 
 func TestDirtySet_NoteEntryRecordsChangedJobsAndWorkerEvents(t *testing.T) {
@@ -125,7 +127,7 @@ func TestFSMAdapter_FeedsTheDirtySet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := newLedgerFSM(ledgerFSMConfig{Ledger: led, Dirty: d})
+	f, err := group.NewFSM(group.FSMConfig{Ledger: led, Observer: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,20 +137,20 @@ func TestFSMAdapter_FeedsTheDirtySet(t *testing.T) {
 		return got
 	}
 	// One batch (ApplyEncoded), then several (Apply), one not decoding.
-	f.Apply(command(1, mustBatch(t, jobEvent(1), jobEvent(2), jobEvent(1))))
+	f.Apply(grouptest.Command(1, mustBatch(t, jobEvent(1), jobEvent(2), jobEvent(1))))
 	if got := take(); !slices.Equal(got.Jobs, []string{jobID(1), jobID(2)}) || got.All {
 		t.Fatalf("one batch: %+v", got)
 	}
-	f.Apply(command(2, mustBatch(t, jobEvent(3)), []byte{fsm.BatchVersion, 1, 0xff}, mustBatch(t, jobEvent(1), jobEvent(4))))
+	f.Apply(grouptest.Command(2, mustBatch(t, jobEvent(3)), []byte{fsm.BatchVersion, 1, 0xff}, mustBatch(t, jobEvent(1), jobEvent(4))))
 	if got := take(); !slices.Equal(got.Jobs, []string{jobID(3), jobID(4)}) || got.All {
 		t.Fatalf("many batches: %+v (the duplicate of job 1 changes nothing)", got)
 	}
 	// A replayed index applies nothing and records nothing.
-	f.Apply(command(2, mustBatch(t, jobEvent(5))))
+	f.Apply(grouptest.Command(2, mustBatch(t, jobEvent(5))))
 	if got := take(); len(got.Jobs) != 0 || got.All {
 		t.Fatalf("replayed index: %+v", got)
 	}
-	f.Apply(command(3, mustBatch(t, fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerJoined,
+	f.Apply(grouptest.Command(3, mustBatch(t, fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerJoined,
 		HLC: fsmtest.TS(1_700_000_000_000, 0, 1), Region: "use1", Node: "m1", Body: &fsm.WorkerJoined{Worker: "w1", Capacity: 2}})))
 	if got := take(); !got.Workers {
 		t.Fatalf("worker joined: %+v", got)

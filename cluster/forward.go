@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
@@ -140,40 +141,40 @@ func decodeResults(ws []resultWire) []fsm.Result {
 // forwardBatch is the pipeline's Forwarder: it sends batch to the leader's
 // internal API. Every failure but an invalid batch is retried by the
 // pipeline.
-func (n *Node) forwardBatch(ctx context.Context, leader Leader, batch []byte) (Proposal, error) {
+func (n *Node) forwardBatch(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error) {
 	u, err := n.leaderURL(leader, internalProposePath)
 	if err != nil {
-		return Proposal{}, err
+		return group.Proposal{}, err
 	}
 	out, status, err := n.postBatch(ctx, u, batch, []string{n.cfg.NodeID})
 	if err != nil {
-		return Proposal{}, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
+		return group.Proposal{}, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
 	return out.proposal(leader, status)
 }
 
 // leaderURL is path on the leader's internal API, at the address gossip
 // knows for it; a *NotLeaderError (retried) when gossip does not.
-func (n *Node) leaderURL(leader Leader, path string) (string, error) {
+func (n *Node) leaderURL(leader group.Leader, path string) (string, error) {
 	m, ok := n.members.Lookup(leader.ID)
 	if !ok || m.Meta.APIAddr == "" {
-		return "", &NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
+		return "", &group.NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
 	}
 	return "http://" + m.Meta.APIAddr + path, nil
 }
 
 // proposal turns the leader's answer with its status into the proposal
 // or the error the pipeline acts on (see Forwarder).
-func (r *proposeResponse) proposal(leader Leader, status int) (Proposal, error) {
+func (r *proposeResponse) proposal(leader group.Leader, status int) (group.Proposal, error) {
 	switch {
 	case status == http.StatusOK:
-		return Proposal{Index: r.Index, Results: decodeResults(r.Results)}, nil
+		return group.Proposal{Index: r.Index, Results: decodeResults(r.Results)}, nil
 	case status == http.StatusMisdirectedRequest:
-		return Proposal{}, &NotLeaderError{Leader: Leader{ID: r.Leader}, Err: fmt.Errorf("forwarded to %s, which is not the leader", leader.ID)}
+		return group.Proposal{}, &group.NotLeaderError{Leader: group.Leader{ID: r.Leader}, Err: fmt.Errorf("forwarded to %s, which is not the leader", leader.ID)}
 	case status == http.StatusBadRequest && r.Error != nil:
-		return Proposal{}, fmt.Errorf("%w: leader %s: %s", ErrInvalidBatch, leader.ID, r.Error.Message)
+		return group.Proposal{}, fmt.Errorf("%w: leader %s: %s", group.ErrInvalidBatch, leader.ID, r.Error.Message)
 	default:
-		return Proposal{}, fmt.Errorf("forward to leader %s: %d: %s", leader.ID, status, r.message(status))
+		return group.Proposal{}, fmt.Errorf("forward to leader %s: %d: %s", leader.ID, status, r.message(status))
 	}
 }
 
@@ -184,7 +185,7 @@ type proposeManyResponse struct {
 
 // forwardMany is the coalescer's call: batches to the leader's
 // propose-many endpoint in one request.
-func (n *Node) forwardMany(ctx context.Context, leader Leader, batches [][]byte) ([]forwardOutcome, error) {
+func (n *Node) forwardMany(ctx context.Context, leader group.Leader, batches [][]byte) ([]forwardOutcome, error) {
 	if len(batches) == 1 { // the single-batch endpoint skips the envelope
 		out, err := n.forwardBatch(ctx, leader, batches[0])
 		return []forwardOutcome{{out, err}}, nil
@@ -193,7 +194,7 @@ func (n *Node) forwardMany(ctx context.Context, leader Leader, batches [][]byte)
 	if err != nil {
 		return nil, err
 	}
-	body := appendEntry(make([]byte, 0, encodedEntryLen(batches)), batches)
+	body := group.AppendEntry(make([]byte, 0, group.EncodedEntryLen(batches)), batches)
 	var out proposeManyResponse
 	status, err := n.postInternal(ctx, u, body, []string{n.cfg.NodeID}, &out)
 	if err != nil {
@@ -293,15 +294,15 @@ func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
 
 // proposeAnswer is the status and answer for one batch's outcome on the
 // leader.
-func proposeAnswer(p Proposal, err error) (int, proposeResponse) {
-	var nle *NotLeaderError
+func proposeAnswer(p group.Proposal, err error) (int, proposeResponse) {
+	var nle *group.NotLeaderError
 	switch {
 	case err == nil:
 		return http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)}
 	case errors.As(err, &nle):
 		return http.StatusMisdirectedRequest, proposeResponse{Leader: nle.Leader.ID,
 			Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}}
-	case errors.Is(err, ErrInvalidBatch):
+	case errors.Is(err, group.ErrInvalidBatch):
 		return http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}}
 	default:
 		return http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}}
@@ -315,18 +316,18 @@ func (n *Node) handleProposeMany(w http.ResponseWriter, r *http.Request) {
 	if !n.internalCaller(w, r) {
 		return
 	}
-	body, ok := internalBody(w, r, MaxEntryBytes)
+	body, ok := internalBody(w, r, group.MaxEntryBytes)
 	if !ok {
 		return
 	}
-	batches, err := decodeEntry(body)
+	batches, err := group.DecodeEntry(body)
 	if err != nil {
-		status, resp := proposeAnswer(Proposal{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err))
+		status, resp := proposeAnswer(group.Proposal{}, fmt.Errorf("%w: %w", group.ErrInvalidBatch, err))
 		writeJSON(w, status, proposeManyResponse{Batches: []proposeResponse{resp}})
 		return
 	}
-	if err := n.prop.notLeader(nil); err != nil {
-		status, resp := proposeAnswer(Proposal{}, err)
+	if err := n.prop.CheckLeader(); err != nil {
+		status, resp := proposeAnswer(group.Proposal{}, err)
 		writeJSON(w, status, proposeManyResponse{Batches: []proposeResponse{resp}})
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/strata-ledger/strata/cluster/group"
 )
 
 // A follower's pipeline forwards every client batch to the leader. Sent one
@@ -35,13 +36,13 @@ const (
 
 // forwardOutcome is one batch's answer in a coalesced call.
 type forwardOutcome struct {
-	out Proposal
+	out group.Proposal
 	err error
 }
 
 // postManyFunc sends batches to leader in one call: one outcome per batch,
 // or an error for the whole call.
-type postManyFunc func(ctx context.Context, leader Leader, batches [][]byte) ([]forwardOutcome, error)
+type postManyFunc func(ctx context.Context, leader group.Leader, batches [][]byte) ([]forwardOutcome, error)
 
 // coalescer is a Forwarder that merges concurrent forwards to the same
 // leader into one call. Safe for concurrent use; run must be running.
@@ -52,14 +53,14 @@ type coalescer struct {
 
 	mu       sync.Mutex
 	queue    []*forwardItem
-	inFlight map[Leader]int // calls in flight by leader
+	inFlight map[group.Leader]int // calls in flight by leader
 	closed   bool
 }
 
 // forwardItem is one batch waiting for its call.
 type forwardItem struct {
 	ctx    context.Context
-	leader Leader
+	leader group.Leader
 	batch  []byte
 	res    forwardOutcome
 	done   chan struct{} // closed once res is set
@@ -78,18 +79,18 @@ func newCoalescer(post postManyFunc, reg prometheus.Registerer) (*coalescer, err
 			return nil, fmt.Errorf("cluster: coalescer metrics: %w", err)
 		}
 	}
-	return &coalescer{post: post, calls: calls, wake: make(chan struct{}, 1), inFlight: map[Leader]int{}}, nil
+	return &coalescer{post: post, calls: calls, wake: make(chan struct{}, 1), inFlight: map[group.Leader]int{}}, nil
 }
 
 // Forward queues batch for leader and waits for its outcome or ctx. A
 // batch whose caller gave up may still be sent (harmless: apply is
 // idempotent by event id, and the pipeline retries it anyway).
-func (c *coalescer) Forward(ctx context.Context, leader Leader, batch []byte) (Proposal, error) {
+func (c *coalescer) Forward(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error) {
 	it := &forwardItem{ctx: ctx, leader: leader, batch: batch, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return Proposal{}, ErrClosed
+		return group.Proposal{}, group.ErrClosed
 	}
 	c.queue = append(c.queue, it)
 	c.mu.Unlock()
@@ -98,7 +99,7 @@ func (c *coalescer) Forward(ctx context.Context, leader Leader, batch []byte) (P
 	case <-it.done:
 		return it.res.out, it.res.err
 	case <-ctx.Done():
-		return Proposal{}, fmt.Errorf("cluster: forward: %w", ctx.Err())
+		return group.Proposal{}, fmt.Errorf("cluster: forward: %w", ctx.Err())
 	}
 }
 
@@ -113,7 +114,7 @@ func (c *coalescer) run(ctx context.Context) {
 		c.queue = nil
 		c.mu.Unlock()
 		for _, it := range queued {
-			it.finish(forwardOutcome{err: ErrClosed})
+			it.finish(forwardOutcome{err: group.ErrClosed})
 		}
 		calls.Wait()
 	}()
@@ -153,15 +154,15 @@ func (c *coalescer) take() []*forwardItem {
 	defer c.mu.Unlock()
 	var items []*forwardItem
 	rest := c.queue[:0]
-	size := 1 + uvarintLen(coalesceMaxBatches) // the envelope's version and count, at most
+	size := 1 + group.UvarintLen(coalesceMaxBatches) // the envelope's version and count, at most
 	for _, it := range c.queue {
-		grow := uvarintLen(uint64(len(it.batch))) + len(it.batch)
+		grow := group.UvarintLen(uint64(len(it.batch))) + len(it.batch)
 		switch {
 		case it.ctx.Err() != nil:
 			it.finish(forwardOutcome{err: fmt.Errorf("cluster: forward: %w", it.ctx.Err())})
 		case len(items) == 0 && c.inFlight[it.leader] < coalesceInFlight,
 			len(items) > 0 && it.leader == items[0].leader && len(items) < coalesceMaxBatches &&
-				size+grow <= MaxEntryBytes:
+				size+grow <= group.MaxEntryBytes:
 			items = append(items, it)
 			size += grow
 		default:

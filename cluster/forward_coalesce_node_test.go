@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -84,17 +85,17 @@ func TestNode_ProposeManyRefusesBadCalls(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	if status, b := post(testAdminToken, []byte{EntryVersion, 1, 1, 'x'}); status != http.StatusUnauthorized {
+	if status, b := post(testAdminToken, []byte{group.EntryVersion, 1, 1, 'x'}); status != http.StatusUnauthorized {
 		t.Fatalf("without the cluster token: %d %s", status, b)
 	}
-	for _, body := range [][]byte{nil, {9}, {EntryVersion, 2, 1, 'x'}} {
+	for _, body := range [][]byte{nil, {9}, {group.EntryVersion, 2, 1, 'x'}} {
 		status, b := post(testClusterToken, body)
 		var out proposeManyResponse
 		if status != http.StatusBadRequest || json.Unmarshal(b, &out) != nil || len(out.Batches) != 1 || out.Batches[0].Error == nil {
 			t.Fatalf("envelope %q: %d %s, want 400 with one error answer", body, status, b)
 		}
 	}
-	status, b := post(testClusterToken, []byte{EntryVersion, 1, 1, 'x'})
+	status, b := post(testClusterToken, []byte{group.EntryVersion, 1, 1, 'x'})
 	var out proposeManyResponse
 	if status != http.StatusOK || json.Unmarshal(b, &out) != nil || len(out.Batches) != 1 || out.Batches[0].Status != http.StatusBadRequest {
 		t.Fatalf("a bad batch in a good envelope: %d %s, want 200 with the batch's 400", status, b)

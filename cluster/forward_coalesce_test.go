@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-ledger/strata/cluster/group"
 )
 
 // fakeLeader stands in for the leader's propose-many endpoint (fault
@@ -21,7 +23,7 @@ type fakeLeader struct {
 	fail     error
 }
 
-func (f *fakeLeader) post(ctx context.Context, leader Leader, batches [][]byte) ([]forwardOutcome, error) {
+func (f *fakeLeader) post(ctx context.Context, leader group.Leader, batches [][]byte) ([]forwardOutcome, error) {
 	f.mu.Lock()
 	call := make([]string, len(batches))
 	for i, b := range batches {
@@ -47,7 +49,7 @@ func (f *fakeLeader) post(ctx context.Context, leader Leader, batches [][]byte) 
 	for i, b := range batches {
 		outs[i].out.Index = uint64(len(b))
 		if string(b) == "bad" {
-			outs[i].err = ErrInvalidBatch
+			outs[i].err = group.ErrInvalidBatch
 		}
 	}
 	return outs, nil
@@ -96,7 +98,7 @@ func fillSlots(t *testing.T, c *coalescer, f *fakeLeader, results chan<- error) 
 	t.Helper()
 	for i := range coalesceInFlight {
 		go func() {
-			_, err := c.Forward(context.Background(), Leader{ID: "m1"}, fmt.Appendf(nil, "slot%d", i))
+			_, err := c.Forward(context.Background(), group.Leader{ID: "m1"}, fmt.Appendf(nil, "slot%d", i))
 			if results != nil {
 				results <- err
 			}
@@ -114,11 +116,11 @@ func fillSlots(t *testing.T, c *coalescer, f *fakeLeader, results chan<- error) 
 func TestCoalescer_LoneBatchGoesAtOnceWithItsOutcome(t *testing.T) {
 	f := &fakeLeader{}
 	c, _ := startCoalescer(t, f)
-	out, err := c.Forward(context.Background(), Leader{ID: "m1"}, []byte("abc"))
+	out, err := c.Forward(context.Background(), group.Leader{ID: "m1"}, []byte("abc"))
 	if err != nil || out.Index != 3 {
 		t.Fatalf("Forward = %+v, %v; want index 3", out, err)
 	}
-	if _, err := c.Forward(context.Background(), Leader{ID: "m1"}, []byte("bad")); !errors.Is(err, ErrInvalidBatch) {
+	if _, err := c.Forward(context.Background(), group.Leader{ID: "m1"}, []byte("bad")); !errors.Is(err, group.ErrInvalidBatch) {
 		t.Fatalf("per-batch error: %v, want ErrInvalidBatch", err)
 	}
 	if calls := f.snapshot(); len(calls) != 2 || len(calls[0]) != 1 {
@@ -139,7 +141,7 @@ func TestCoalescer_MergesWhatQueuedWhileCallsWereInFlight(t *testing.T) {
 	}
 	results := make(chan res, 64)
 	forward := func(leader, batch string) {
-		out, err := c.Forward(context.Background(), Leader{ID: leader}, []byte(batch))
+		out, err := c.Forward(context.Background(), group.Leader{ID: leader}, []byte(batch))
 		results <- res{batch, out.Index, err}
 	}
 	slotErrs := make(chan error, coalesceInFlight)
@@ -204,9 +206,9 @@ func TestCoalescer_HungLeaderDoesNotHoldBackAnother(t *testing.T) {
 	f := &fakeLeader{hold: make(chan struct{}), holdOnly: "m1"}
 	c, _ := startCoalescer(t, f)
 	fillSlots(t, c, f, nil)
-	go func() { _, _ = c.Forward(context.Background(), Leader{ID: "m1"}, []byte("stuck")) }()
+	go func() { _, _ = c.Forward(context.Background(), group.Leader{ID: "m1"}, []byte("stuck")) }()
 	waitQueued(t, c, 1)
-	out, err := c.Forward(testCtx(t), Leader{ID: "m2"}, []byte("abcd"))
+	out, err := c.Forward(testCtx(t), group.Leader{ID: "m2"}, []byte("abcd"))
 	if err != nil || out.Index != 4 {
 		t.Fatalf("forward to m2 while m1's calls hang: %+v, %v", out, err)
 	}
@@ -222,7 +224,7 @@ func TestCoalescer_CallBodyStaysWithinTheLeadersLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range coalesceMaxBatches + 10 {
-		c.queue = append(c.queue, &forwardItem{ctx: context.Background(), leader: Leader{ID: "m1"}, batch: make([]byte, 1023)})
+		c.queue = append(c.queue, &forwardItem{ctx: context.Background(), leader: group.Leader{ID: "m1"}, batch: make([]byte, 1023)})
 	}
 	for total := 0; len(c.queue) > 0; {
 		items := c.take()
@@ -233,13 +235,13 @@ func TestCoalescer_CallBodyStaysWithinTheLeadersLimit(t *testing.T) {
 		for i, it := range items {
 			batches[i] = it.batch
 		}
-		if n := encodedEntryLen(batches); n > MaxEntryBytes || len(items) > coalesceMaxBatches {
-			t.Fatalf("a call of %d batches, %d bytes: over %d batches or %d bytes", len(items), n, coalesceMaxBatches, MaxEntryBytes)
+		if n := group.EncodedEntryLen(batches); n > group.MaxEntryBytes || len(items) > coalesceMaxBatches {
+			t.Fatalf("a call of %d batches, %d bytes: over %d batches or %d bytes", len(items), n, coalesceMaxBatches, group.MaxEntryBytes)
 		}
-		if _, err := decodeEntry(appendEntry(nil, batches)); err != nil {
+		if _, err := group.DecodeEntry(group.AppendEntry(nil, batches)); err != nil {
 			t.Fatalf("the leader refuses the call's body: %v", err)
 		}
-		c.inFlight = map[Leader]int{} // the call ended
+		c.inFlight = map[group.Leader]int{} // the call ended
 		if total += len(items); total > coalesceMaxBatches+10 {
 			t.Fatal("items taken twice")
 		}
@@ -253,7 +255,7 @@ func TestCoalescer_CallErrorReachesEveryBatchOfTheCall(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			if _, err := c.Forward(context.Background(), Leader{ID: "m1"}, fmt.Appendf(nil, "b%d", i)); !errors.Is(err, boom) {
+			if _, err := c.Forward(context.Background(), group.Leader{ID: "m1"}, fmt.Appendf(nil, "b%d", i)); !errors.Is(err, boom) {
 				t.Errorf("batch %d: %v, want the call's error", i, err)
 			}
 		})
@@ -267,14 +269,14 @@ func TestCoalescer_GivenUpBatchesAreNotSent(t *testing.T) {
 	fillSlots(t, c, f, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { _, err := c.Forward(ctx, Leader{ID: "m1"}, []byte("gone")); errc <- err }()
+	go func() { _, err := c.Forward(ctx, group.Leader{ID: "m1"}, []byte("gone")); errc <- err }()
 	waitQueued(t, c, 1)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("given-up Forward: %v, want context.Canceled", err)
 	}
 	live := make(chan error, 1)
-	go func() { _, err := c.Forward(context.Background(), Leader{ID: "m1"}, []byte("live")); live <- err }()
+	go func() { _, err := c.Forward(context.Background(), group.Leader{ID: "m1"}, []byte("live")); live <- err }()
 	deadline := time.Now().Add(10 * time.Second)
 	for queued := false; !queued; {
 		c.mu.Lock()
@@ -302,7 +304,7 @@ func TestCoalescer_StopFailsQueuedAndLaterForwards(t *testing.T) {
 	errs := make(chan error, coalesceInFlight+1)
 	fillSlots(t, c, f, errs)
 	go func() {
-		_, err := c.Forward(context.Background(), Leader{ID: "m1"}, []byte("queued"))
+		_, err := c.Forward(context.Background(), group.Leader{ID: "m1"}, []byte("queued"))
 		errs <- err
 	}()
 	waitQueued(t, c, 1)
@@ -314,8 +316,8 @@ func TestCoalescer_StopFailsQueuedAndLaterForwards(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := c.Forward(context.Background(), Leader{ID: "m1"}, []byte("late"))
-		if errors.Is(err, ErrClosed) {
+		_, err := c.Forward(context.Background(), group.Leader{ID: "m1"}, []byte("late"))
+		if errors.Is(err, group.ErrClosed) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -104,7 +105,7 @@ func (f *forwarder) run(ctx context.Context) {
 	tick := time.NewTicker(f.n.cfg.ReconcileInterval)
 	defer tick.Stop()
 	for ctx.Err() == nil {
-		moved := f.n.applied.changed()
+		moved := f.n.applied.Changed()
 		wait, err := f.step(ctx)
 		f.report(err)
 		if wait == 0 {
@@ -179,7 +180,7 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 	batch, err := fsm.EncodeBatch(sent)
 	if err == nil {
 		dctx, cancel := context.WithTimeout(ctx, forwardAttemptTimeout)
-		var p Proposal
+		var p group.Proposal
 		p, err = f.n.deliver(dctx, GlobalGroup, batch, nil)
 		cancel()
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -40,7 +41,7 @@ type idemEntry struct {
 	spec  *fsm.JobSpec
 	hlc   hlc.Timestamp
 	// level is what the first submit reached: 0 while it is in flight.
-	level Durability
+	level commit.Durability
 	gen   uint64 // which claim of the id this is (see idempotencyCache.order)
 }
 
@@ -97,14 +98,14 @@ func (c *idempotencyCache) claim(id fsm.EventID, e idemEntry) (idemEntry, bool) 
 
 // settle records what the claimed submit reached; below LOCAL nothing was
 // written, so the key is forgotten and a retry submits afresh.
-func (c *idempotencyCache) settle(id fsm.EventID, level Durability) {
+func (c *idempotencyCache) settle(id fsm.EventID, level commit.Durability) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byID[id]
 	if !ok {
 		return
 	}
-	if level < DurabilityLocal {
+	if level < commit.DurabilityLocal {
 		delete(c.byID, id)
 		return
 	}

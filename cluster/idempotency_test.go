@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -13,20 +14,20 @@ func TestIdempotencyCache_ClaimSettleForget(t *testing.T) {
 	c := newIdempotencyCache(2)
 	spec := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k"}
 	a, b, d := idempotentEventID("acme", "a"), idempotentEventID("acme", "b"), idempotentEventID("acme", "d")
-	if _, fresh := c.claim(a, idemEntry{jobID: "j1", spec: spec, level: DurabilityGlobal}); !fresh {
+	if _, fresh := c.claim(a, idemEntry{jobID: "j1", spec: spec, level: commit.DurabilityGlobal}); !fresh {
 		t.Fatal("first claim not fresh")
 	}
 	prev, fresh := c.claim(a, idemEntry{jobID: "j2"})
 	if fresh || prev.jobID != "j1" || prev.level != 0 {
 		t.Fatalf("second claim: fresh %v, %+v (want j1, in flight)", fresh, prev)
 	}
-	c.settle(a, DurabilityLocal)
-	if prev, _ := c.claim(a, idemEntry{}); prev.level != DurabilityLocal {
+	c.settle(a, commit.DurabilityLocal)
+	if prev, _ := c.claim(a, idemEntry{}); prev.level != commit.DurabilityLocal {
 		t.Fatalf("settled level %s, want LOCAL", prev.level)
 	}
 	// A submit that failed before the NodeWAL leaves no trace.
 	c.claim(b, idemEntry{jobID: "j3"})
-	c.settle(b, DurabilityNone)
+	c.settle(b, commit.DurabilityNone)
 	if _, fresh := c.claim(b, idemEntry{jobID: "j4"}); !fresh {
 		t.Fatal("a key whose submit failed before LOCAL is still claimed")
 	}
@@ -43,7 +44,7 @@ func TestIdempotencyCache_ForgottenClaimDoesNotEvictTheNextOne(t *testing.T) {
 	c := newIdempotencyCache(2)
 	b, x := idempotentEventID("acme", "b"), idempotentEventID("acme", "x")
 	c.claim(b, idemEntry{jobID: "j1"})
-	c.settle(b, DurabilityNone)
+	c.settle(b, commit.DurabilityNone)
 	if _, fresh := c.claim(b, idemEntry{jobID: "j2"}); !fresh {
 		t.Fatal("a forgotten key is still claimed")
 	}
@@ -55,7 +56,7 @@ func TestIdempotencyCache_ForgottenClaimDoesNotEvictTheNextOne(t *testing.T) {
 	for i := range 100 {
 		k := idempotentEventID("acme", fmt.Sprint("f", i))
 		c.claim(k, idemEntry{})
-		c.settle(k, DurabilityNone)
+		c.settle(k, commit.DurabilityNone)
 	}
 	if len(c.order) > 2*c.max+1 {
 		t.Fatalf("order holds %d claims for a cache of %d", len(c.order), c.max)
@@ -63,7 +64,7 @@ func TestIdempotencyCache_ForgottenClaimDoesNotEvictTheNextOne(t *testing.T) {
 }
 
 func TestAnswerReplay(t *testing.T) {
-	n := &Node{tier: DurabilityGlobal}
+	n := &Node{tier: commit.DurabilityGlobal}
 	spec := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"use1"}}
 	other := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"euw1"}}
 	tests := []struct {
@@ -72,9 +73,9 @@ func TestAnswerReplay(t *testing.T) {
 		got    *fsm.JobSpec
 		status int
 	}{
-		{"same body, settled", idemEntry{jobID: "j", spec: spec, level: DurabilityLocal}, spec, http.StatusOK},
+		{"same body, settled", idemEntry{jobID: "j", spec: spec, level: commit.DurabilityLocal}, spec, http.StatusOK},
 		{"same body, in flight", idemEntry{jobID: "j", spec: spec}, spec, http.StatusConflict},
-		{"other body", idemEntry{jobID: "j", spec: spec, level: DurabilityGlobal}, other, http.StatusConflict},
+		{"other body", idemEntry{jobID: "j", spec: spec, level: commit.DurabilityGlobal}, other, http.StatusConflict},
 	}
 	for _, tt := range tests {
 		w := httptest.NewRecorder()

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
@@ -63,19 +65,19 @@ type Node struct {
 	cfg     NodeConfig
 	opts    NodeOptions
 	log     *slog.Logger
-	tier    Durability
+	tier    commit.Durability
 	group   string // "global" or the region code: session tokens, metrics
 	reg     *prometheus.Registry
 	auth    *auth.Authenticator
 	clock   *hlc.Clock
 	store   *boltstore.Store
 	ledger  *fsm.Ledger
-	applied *appliedIndex
+	applied *group.AppliedIndex
 	faults  *faultnet.Faults
-	raft    *RaftGroup
+	raft    *group.Group
 	wal     *wal.WAL
-	prop    *Proposer
-	pipe    *Pipeline
+	prop    *group.Proposer
+	pipe    *commit.Pipeline
 	members *members.Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
 	idem    *idempotencyCache
@@ -124,9 +126,9 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
 		idem: newIdempotencyCache(idempotencyCacheEntries), live: newLiveness(time.Now), views: newViewBoard(), dirty: newDirtySet(dirtyLimit)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.tier, n.group = DurabilityRegional, cfg.Region
+	n.tier, n.group = commit.DurabilityRegional, cfg.Region
 	if cfg.Role == RoleGate {
-		n.tier, n.group = DurabilityGlobal, GlobalGroup
+		n.tier, n.group = commit.DurabilityGlobal, GlobalGroup
 	}
 	empty := map[string]string{}
 	n.regions.Store(&empty)
@@ -136,7 +138,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 		}
 	}()
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := BridgeRaftMetrics(n.reg); err != nil {
+	if err := group.BridgeRaftMetrics(n.reg); err != nil {
 		n.log.Warn("raft metrics not exported", "err", err)
 	}
 	if cfg.Role == RoleManager {
@@ -196,7 +198,7 @@ func (n *Node) openClockAndLedger() error {
 	if n.ledger, err = fsm.New(fsm.Config{Store: n.store}); err != nil {
 		return err
 	}
-	n.applied = newAppliedIndex(n.ledger.AppliedIndex())
+	n.applied = group.NewAppliedIndex(n.ledger.AppliedIndex())
 	if n.cfg.Role == RoleGate {
 		n.jobIDs, err = fsm.NewJobIDGenerator(fsm.JobIDConfig{Region: n.cfg.Region, Gate: gateName(n.cfg.NodeID), Clock: n.clock.Now})
 	}
@@ -232,17 +234,17 @@ func (n *Node) openRaft() error {
 	if n.usesFaults() {
 		stream = raftnet.WithFaults(layer, n.faults)
 	}
-	lf, err := newLedgerFSM(ledgerFSMConfig{Ledger: n.ledger, Logger: n.log, Registerer: n.reg, OnFatal: n.onFatal,
-		OnApplied: n.applied.set, Dirty: n.dirty})
+	lf, err := group.NewFSM(group.FSMConfig{Ledger: n.ledger, Logger: n.log, Registerer: n.reg, OnFatal: n.onFatal,
+		OnApplied: n.applied.Set, Observer: n.dirty})
 	if err != nil {
 		layer.Close()
 		return err
 	}
-	kind := GroupRegional
+	kind := group.Regional
 	if n.cfg.Role == RoleGate {
-		kind = GroupGlobal
+		kind = group.Global
 	}
-	n.raft, err = OpenRaftGroup(RaftGroupConfig{NodeID: n.cfg.NodeID, Kind: kind, Dir: filepath.Join(n.cfg.DataDir, "raft"),
+	n.raft, err = group.Open(group.Config{NodeID: n.cfg.NodeID, Kind: kind, Dir: filepath.Join(n.cfg.DataDir, "raft"),
 		FSM: lf, Stream: stream, LogSink: slogWriter{n.log.With("component", "raft")}})
 	if err != nil {
 		layer.Close()
@@ -260,7 +262,7 @@ func (n *Node) openPipeline() error {
 	if n.wal, err = wal.Open(wal.Config{Dir: filepath.Join(n.cfg.DataDir, "wal"), Logger: n.log, Registerer: n.reg}); err != nil {
 		return fmt.Errorf("nodewal: %w", err)
 	}
-	if n.prop, err = NewProposer(n.raft.Raft, ProposerConfig{Registerer: n.reg}); err != nil {
+	if n.prop, err = group.NewProposer(n.raft.Raft, group.ProposerConfig{Registerer: n.reg}); err != nil {
 		return err
 	}
 	fwd, err := newCoalescer(n.forwardMany, n.reg)
@@ -268,7 +270,7 @@ func (n *Node) openPipeline() error {
 		return err
 	}
 	n.bg.Go(func() { fwd.run(n.ctx) })
-	n.pipe, err = NewPipeline(PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
+	n.pipe, err = commit.NewPipeline(commit.PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
 		Forwarder: fwd, OnFatal: n.onFatal, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
@@ -279,23 +281,7 @@ func (n *Node) openPipeline() error {
 
 // watchLeader tells the pipeline of every leader change Raft observes, so
 // records waiting to retry try the new leader at once.
-func (n *Node) watchLeader() {
-	obs := make(chan raft.Observation, 1) // a pending signal covers later ones
-	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	n.raft.Raft.RegisterObserver(o)
-	defer n.raft.Raft.DeregisterObserver(o)
-	for {
-		select {
-		case <-obs:
-			n.pipe.LeaderChanged()
-		case <-n.ctx.Done():
-			return
-		}
-	}
-}
+func (n *Node) watchLeader() { n.raft.WatchLeader(n.ctx, n.pipe.LeaderChanged) }
 
 func (n *Node) startMembership() error {
 	role := gossip.RoleManager
@@ -306,7 +292,7 @@ func (n *Node) startMembership() error {
 	}
 	mc := members.Config{
 		Self: gossip.Meta{Role: role, Region: n.cfg.Region, NodeID: n.cfg.NodeID, APIAddr: n.ln.Addr().String(),
-			RaftAddr: string(n.raft.Transport.LocalAddr()), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
+			RaftAddr: n.raft.LocalAddr(), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
 		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
 		Logger: n.log, Registerer: n.reg, LANTimings: n.opts.LANTimings, WANTimings: n.opts.WANTimings,
 		RejoinInterval: n.opts.RejoinInterval,
@@ -340,9 +326,9 @@ func (n *Node) bootstrap() {
 			}
 			continue
 		}
-		servers := make([]raft.Server, 0, len(peers))
+		servers := make([]group.Server, 0, len(peers))
 		for _, p := range peers {
-			servers = append(servers, raft.Server{ID: raft.ServerID(p.Meta.NodeID), Address: raft.ServerAddress(p.Meta.RaftAddr)})
+			servers = append(servers, group.Server{ID: p.Meta.NodeID, Addr: p.Meta.RaftAddr})
 		}
 		if err := n.raft.Bootstrap(servers); err != nil {
 			n.log.Error("bootstrap failed", "err", err)
@@ -418,7 +404,7 @@ func (n *Node) Faults() *faultnet.Faults { return n.faults }
 // leave.
 func (n *Node) Drain(ctx context.Context) error {
 	n.closing.Store(true)
-	if n.raft.Raft.State() == raft.Leader {
+	if n.raft.IsLeader() {
 		if err := n.raft.Raft.LeadershipTransfer().Error(); err != nil {
 			n.log.Warn("drain: leadership transfer failed", "err", err)
 		} else {
@@ -472,7 +458,7 @@ func (n *Node) closeParts() error {
 	}
 	var out []error
 	for _, e := range errs {
-		if e != nil && !errors.Is(e, http.ErrServerClosed) && !errors.Is(e, ErrClosed) && !errors.Is(e, members.ErrClosed) {
+		if e != nil && !errors.Is(e, http.ErrServerClosed) && !errors.Is(e, group.ErrClosed) && !errors.Is(e, members.ErrClosed) {
 			out = append(out, e)
 		}
 	}

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
@@ -184,7 +182,7 @@ func (c *testCluster) leader(role Role) string {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for nid, n := range c.nodes {
-			if n.cfg.Role == role && n.raft.Raft.State() == raft.Leader {
+			if n.cfg.Role == role && n.raft.IsLeader() {
 				id = nid
 				return true
 			}

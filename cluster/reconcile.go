@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 )
@@ -45,7 +43,7 @@ func (n *Node) leaderLoop() {
 	var stop context.CancelFunc
 	var done chan struct{}
 	for {
-		leading := n.raft.Raft.State() == raft.Leader && !n.closing.Load()
+		leading := n.raft.IsLeader() && !n.closing.Load()
 		switch {
 		case leading && stop == nil:
 			var ctx context.Context
@@ -76,7 +74,7 @@ func (n *Node) lead(ctx context.Context) {
 	n.endTerm()
 	defer n.endTerm()
 	for ctx.Err() == nil {
-		if err := n.raft.Raft.Barrier(leaderBarrierTimeout).Error(); err == nil {
+		if err := n.raft.Barrier(leaderBarrierTimeout); err == nil {
 			break
 		} else if !waitOrDone(ctx, n.cfg.ReconcileInterval) {
 			return
@@ -118,7 +116,7 @@ func (n *Node) reconcileLoop(ctx context.Context, pass func(context.Context) err
 	defer tick.Stop()
 	var lastErr string
 	for ctx.Err() == nil {
-		moved := n.applied.changed()
+		moved := n.applied.Changed()
 		if err := pass(ctx); err != nil && ctx.Err() == nil && err.Error() != lastErr {
 			n.log.Warn("reconcile pass failed", "err", err)
 			lastErr = err.Error()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -28,14 +30,14 @@ type chunkCommitter struct {
 	calls int
 }
 
-func (c *chunkCommitter) Propose(context.Context, []byte) (Proposal, error) {
+func (c *chunkCommitter) Propose(context.Context, []byte) (group.Proposal, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
 	if c.calls == 1 {
-		return Proposal{}, fmt.Errorf("%w: refused by the test", ErrInvalidBatch)
+		return group.Proposal{}, fmt.Errorf("%w: refused by the test", group.ErrInvalidBatch)
 	}
-	return Proposal{Index: uint64(c.calls)}, nil
+	return group.Proposal{Index: uint64(c.calls)}, nil
 }
 
 func (c *chunkCommitter) proposals() int {
@@ -67,12 +69,12 @@ func TestProposeAll_StopsAtTheFirstFailedChunk(t *testing.T) {
 	}
 	t.Cleanup(func() { w.Close() })
 	cm := &chunkCommitter{}
-	p, err := NewPipeline(PipelineConfig{Tier: DurabilityRegional, WAL: w, Committer: cm})
+	p, err := commit.NewPipeline(commit.PipelineConfig{Tier: commit.DurabilityRegional, WAL: w, Committer: cm})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	n := &Node{pipe: p, tier: DurabilityRegional, log: slog.New(slog.DiscardHandler)}
+	n := &Node{pipe: p, tier: commit.DurabilityRegional, log: slog.New(slog.DiscardHandler)}
 	events, _ := jobEvents(0, maxPlannedPerBatch+10)
 	if chunks, err := chunkEvents(events); err != nil || len(chunks) != 2 {
 		t.Fatalf("want the events in 2 chunks, got %d (%v)", len(chunks), err)

@@ -6,16 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/group/grouptest"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
 )
 
-// incrSide is one group's ledger behind a ledgerFSM that feeds the node's
+// incrSide is one group's ledger behind a FSM that feeds the node's
 // dirty set, as on a real node, without Raft.
 type incrSide struct {
 	n     *Node
-	f     *ledgerFSM
+	f     *group.FSM
 	index uint64
 }
 
@@ -52,7 +54,7 @@ func newIncrSide(tb testing.TB, role Role, region string, clock func() time.Time
 	}
 	n := &Node{cfg: NodeConfig{Role: role, Region: region, WorkerAckWindow: DefaultWorkerAckWindow},
 		store: st, ledger: led, dirty: newDirtySet(dirtyLimit), live: newLiveness(clock), views: newViewBoard()}
-	f, err := newLedgerFSM(ledgerFSMConfig{Ledger: led, Dirty: n.dirty})
+	f, err := group.NewFSM(group.FSMConfig{Ledger: led, Observer: n.dirty})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -82,11 +84,11 @@ func (h *incrHarness) apply(s *incrSide, events ...fsm.Event) {
 		}
 	}
 	s.index++
-	resp := entryResult(h.t, s.f.Apply(command(s.index, mustBatch(h.t, events...))))
-	if resp.err != nil {
-		h.t.Fatal(resp.err)
+	results, err := grouptest.Apply(s.f, s.index, mustBatch(h.t, events...))
+	if err != nil {
+		h.t.Fatal(err)
 	}
-	for i, r := range resp.batches[0] {
+	for i, r := range results[0] {
 		if r.Outcome == fsm.OutcomeRejected {
 			h.t.Fatalf("%s %s rejected: %v", events[i].Type, events[i].JobID, r.Err)
 		}

@@ -1,4 +1,4 @@
-package cluster
+package commit
 
 import (
 	"context"
@@ -8,26 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 )
 
-// applyEach is the baseline committer: one raft.Apply per submission, its
-// entry holding that one batch (hashicorp/raft still groups concurrent
-// Applies into one log write and one AppendEntries).
-type applyEach struct{ r *raft.Raft }
+// applyEach is the baseline committer: one raft.Apply per submission
+// (group.ApplyOne), its entry holding that one batch.
+type applyEach struct{ g *group.Group }
 
-func (a applyEach) Propose(ctx context.Context, batch []byte) (Proposal, error) {
-	f := a.r.Apply(appendEntry(nil, [][]byte{batch}), time.Second)
-	if err := f.Error(); err != nil {
-		return Proposal{}, err
-	}
-	resp := f.Response().(*entryResponse)
-	if resp.err != nil {
-		return Proposal{}, resp.err
-	}
-	return Proposal{Index: f.Index(), Results: resp.batches[0]}, nil
+func (a applyEach) Propose(_ context.Context, batch []byte) (group.Proposal, error) {
+	return a.g.ApplyOne(batch, time.Second)
 }
 
 // benchEventsPerSubmit is the events of one benchmark submission.
@@ -68,7 +58,7 @@ func runSubmitters(b *testing.B, leader *pipeNode, p *Pipeline, writers int) {
 			}
 		}
 	}()
-	entries := metricValue(b, leader.reg, "strata_raft_applied_entries_total")
+	entries := metricValue(b, leader.Reg, "strata_raft_applied_entries_total")
 	b.ReportAllocs()
 	start, n := time.Now(), 0
 	for b.Loop() {
@@ -83,7 +73,7 @@ func runSubmitters(b *testing.B, leader *pipeNode, p *Pipeline, writers int) {
 	}
 	b.ReportMetric(float64(n)/elapsed, "submits/s")
 	b.ReportMetric(float64(n*benchEventsPerSubmit)/elapsed, "events/s")
-	if d := metricValue(b, leader.reg, "strata_raft_applied_entries_total") - entries; d > 0 {
+	if d := metricValue(b, leader.Reg, "strata_raft_applied_entries_total") - entries; d > 0 {
 		b.ReportMetric(float64(n)/d, "submits/entry")
 	}
 }
@@ -96,7 +86,7 @@ var benchSubnet atomic.Int32
 // process) an earlier run grew.
 func benchCluster(b *testing.B) (*pipeCluster, *pipeNode) {
 	b.Helper()
-	c := startPipeCluster(b, 3, 20+int(benchSubnet.Add(1)%200), DurabilityRegional, ProposerConfig{})
+	c := startPipeCluster(b, 3, 20+int(benchSubnet.Add(1)%200), DurabilityRegional, group.ProposerConfig{})
 	return c, c.leader()
 }
 
@@ -110,7 +100,7 @@ func BenchmarkPipelineRegional(b *testing.B) {
 				c, leader := benchCluster(b)
 				p := leader.pipe
 				if mode == "apply-each" {
-					p = c.newPipeline(leader, applyEach{leader.group.Raft})
+					p = c.newPipeline(leader, applyEach{leader.Group})
 					defer p.Close()
 				}
 				runSubmitters(b, leader, p, writers)
@@ -126,7 +116,7 @@ func BenchmarkProposerDepth(b *testing.B) {
 		for _, depth := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("writers=%d/depth=%d", writers, depth), func(b *testing.B) {
 				c, leader := benchCluster(b)
-				prop, err := NewProposer(leader.group.Raft, ProposerConfig{MaxInFlight: depth})
+				prop, err := group.NewProposer(leader.Group.Raft, group.ProposerConfig{MaxInFlight: depth})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package cluster
+package group
 
 import (
 	"path/filepath"
@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
 )
@@ -29,16 +29,16 @@ func TestBridgeRaftMetrics_RaftApplyShowsUpAsStrataRaft(t *testing.T) {
 
 	g, _ := openSingleGroup(t, filepath.Join(t.TempDir(), "raft"), "127.0.9.7:0")
 	t.Cleanup(func() { g.Close() })
-	if err := g.Bootstrap([]raft.Server{{ID: "m1", Address: g.Transport.LocalAddr()}}); err != nil {
+	if err := g.Bootstrap([]Server{{ID: "m1", Addr: g.LocalAddr()}}); err != nil {
 		t.Fatal(err)
 	}
 	waitLeader(t, g)
-	j := fsmtest.NewJob(jobID(1), "acme", 0, "use1")
+	j := fsmtest.NewJob(testkit.JobID(1), "acme", 0, "use1")
 	batch, err := fsm.EncodeBatch([]fsm.Event{j.Created()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Raft.Apply(appendEntry(nil, [][]byte{batch}), 5*time.Second).Error(); err != nil {
+	if err := g.Raft.Apply(AppendEntry(nil, [][]byte{batch}), 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cluster
+package group
 
 import (
 	"crypto/rand"
@@ -18,7 +18,7 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Benchmarks of the raft-boltdb options OpenRaftGroup uses, against the
+// Benchmarks of the raft-boltdb options Open uses, against the
 // alternatives, on the same disk in one run (results: BENCHMARKS.md,
 // "Raft log store (raft-boltdb)"). Reproduce with:
 //
@@ -38,7 +38,7 @@ const (
 
 // benchSnapshotThreshold is how many entries Raft appends between
 // snapshots, hence between two log compactions (DeleteRange): the
-// hashicorp/raft default, which OpenRaftGroup keeps.
+// hashicorp/raft default, which Open keeps.
 var benchSnapshotThreshold = raft.DefaultConfig().SnapshotThreshold
 
 // logStoreVariant is one set of bbolt options for the Raft log store.
@@ -51,7 +51,7 @@ func (v logStoreVariant) String() string {
 	return fmt.Sprintf("freelist=%s/freelistsync=%t", v.freelist, !v.noFreelistSync)
 }
 
-// options are the raft-boltdb options of v; OpenRaftGroup's are
+// options are the raft-boltdb options of v; Open's are
 // {noFreelistSync: true, freelist: map}.
 func (v logStoreVariant) options(path string, noSync bool) raftboltdb.Options {
 	return raftboltdb.Options{
@@ -66,7 +66,7 @@ func (v logStoreVariant) options(path string, noSync bool) raftboltdb.Options {
 }
 
 var logStoreVariants = []logStoreVariant{
-	{noFreelistSync: true, freelist: bbolt.FreelistMapType}, // OpenRaftGroup's
+	{noFreelistSync: true, freelist: bbolt.FreelistMapType}, // Open's
 	{noFreelistSync: false, freelist: bbolt.FreelistMapType},
 	{noFreelistSync: true, freelist: bbolt.FreelistArrayType},
 	{noFreelistSync: false, freelist: bbolt.FreelistArrayType},

@@ -1,4 +1,4 @@
-package cluster
+package group
 
 import (
 	"encoding/binary"
@@ -51,8 +51,8 @@ var (
 	ErrInvalidBatch = errors.New("cluster: invalid batch")
 )
 
-// uvarintLen is the length of the minimal uvarint encoding of v.
-func uvarintLen(v uint64) int {
+// UvarintLen is the length of the minimal uvarint encoding of v.
+func UvarintLen(v uint64) int {
 	n := 1
 	for v >= 0x80 {
 		v >>= 7
@@ -61,9 +61,9 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-// appendEntry appends the envelope of batches to dst. The caller has
+// AppendEntry appends the envelope of batches to dst. The caller has
 // checked the limits (1..MaxEntryBatches batches, each non-empty).
-func appendEntry(dst []byte, batches [][]byte) []byte {
+func AppendEntry(dst []byte, batches [][]byte) []byte {
 	dst = append(dst, EntryVersion)
 	dst = binary.AppendUvarint(dst, uint64(len(batches)))
 	for _, b := range batches {
@@ -73,19 +73,19 @@ func appendEntry(dst []byte, batches [][]byte) []byte {
 	return dst
 }
 
-// encodedEntryLen is the length appendEntry produces for batches.
-func encodedEntryLen(batches [][]byte) int {
-	n := 1 + uvarintLen(uint64(len(batches)))
+// EncodedEntryLen is the length AppendEntry produces for batches.
+func EncodedEntryLen(batches [][]byte) int {
+	n := 1 + UvarintLen(uint64(len(batches)))
 	for _, b := range batches {
-		n += uvarintLen(uint64(len(b))) + len(b)
+		n += UvarintLen(uint64(len(b))) + len(b)
 	}
 	return n
 }
 
-// decodeEntry splits an entry into its batches, which alias data. The
+// DecodeEntry splits an entry into its batches, which alias data. The
 // count is checked against MaxEntryBatches and against what the input can
 // hold before the result is allocated.
-func decodeEntry(data []byte) ([][]byte, error) {
+func DecodeEntry(data []byte) ([][]byte, error) {
 	if len(data) > MaxEntryBytes {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBadEntry, len(data), MaxEntryBytes)
 	}
@@ -124,7 +124,7 @@ func decodeEntry(data []byte) ([][]byte, error) {
 // readUvarint reads a minimal uvarint at *off and advances it.
 func readUvarint(data []byte, off *int, what string) (uint64, error) {
 	v, n := binary.Uvarint(data[*off:])
-	if n <= 0 || n != uvarintLen(v) {
+	if n <= 0 || n != UvarintLen(v) {
 		return 0, fmt.Errorf("%w: %s: bad uvarint at offset %d", ErrBadEntry, what, *off)
 	}
 	*off += n

@@ -1,4 +1,4 @@
-package cluster
+package group
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -21,11 +22,11 @@ func TestFSMAdapter_EntryEnvelopeRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data := appendEntry(nil, tt.batches)
-			if len(data) != encodedEntryLen(tt.batches) || len(data) > MaxEntryBytes {
-				t.Fatalf("encoded %d bytes, encodedEntryLen %d, limit %d", len(data), encodedEntryLen(tt.batches), MaxEntryBytes)
+			data := AppendEntry(nil, tt.batches)
+			if len(data) != EncodedEntryLen(tt.batches) || len(data) > MaxEntryBytes {
+				t.Fatalf("encoded %d bytes, EncodedEntryLen %d, limit %d", len(data), EncodedEntryLen(tt.batches), MaxEntryBytes)
 			}
-			got, err := decodeEntry(data)
+			got, err := DecodeEntry(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,15 +58,15 @@ func TestFSMAdapter_EntryEnvelopeRejectsMalformedInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := decodeEntry(tt.data); !errors.Is(err, ErrBadEntry) {
-				t.Fatalf("decodeEntry: %v, want ErrBadEntry", err)
+			if _, err := DecodeEntry(tt.data); !errors.Is(err, ErrBadEntry) {
+				t.Fatalf("DecodeEntry: %v, want ErrBadEntry", err)
 			}
 		})
 	}
 }
 
 func TestProposer_BatchHeaderChecks(t *testing.T) {
-	good := mustBatch(t, jobEvent(1), jobEvent(2))
+	good := testkit.MustBatch(t, testkit.JobEvent(1), testkit.JobEvent(2))
 	tests := []struct {
 		name  string
 		batch []byte
@@ -88,16 +89,16 @@ func TestProposer_BatchHeaderChecks(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEntry: decodeEntry never panics, allocates at most one slice
+// FuzzDecodeEntry: DecodeEntry never panics, allocates at most one slice
 // header per two input bytes, and what it accepts re-encodes to the same
 // bytes.
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(appendEntry(nil, [][]byte{{1, 2, 3}}))
-	f.Add(appendEntry(nil, [][]byte{{1}, {2, 3}, bytes.Repeat([]byte{4}, 300)}))
+	f.Add(AppendEntry(nil, [][]byte{{1, 2, 3}}))
+	f.Add(AppendEntry(nil, [][]byte{{1}, {2, 3}, bytes.Repeat([]byte{4}, 300)}))
 	f.Add([]byte{EntryVersion, 0x81, 0x00, 1, 0})
 	f.Add([]byte{EntryVersion, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		batches, err := decodeEntry(data)
+		batches, err := DecodeEntry(data)
 		if err != nil {
 			if !errors.Is(err, ErrBadEntry) {
 				t.Fatalf("error %v does not wrap ErrBadEntry", err)
@@ -107,7 +108,7 @@ func FuzzDecodeEntry(f *testing.F) {
 		if len(batches) > len(data)/minEntryBatchBytes {
 			t.Fatalf("%d batches from %d bytes", len(batches), len(data))
 		}
-		if again := appendEntry(nil, batches); !bytes.Equal(again, data) {
+		if again := AppendEntry(nil, batches); !bytes.Equal(again, data) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", again, data)
 		}
 	})

@@ -1,4 +1,4 @@
-package cluster
+package commit
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/wal"
 )
@@ -48,10 +49,10 @@ func (g *gatedCommitter) attempts(job string) int {
 	return g.proposed[job]
 }
 
-func (g *gatedCommitter) Propose(ctx context.Context, batch []byte) (Proposal, error) {
+func (g *gatedCommitter) Propose(ctx context.Context, batch []byte) (group.Proposal, error) {
 	events, err := fsm.DecodeBatch(batch)
 	if err != nil {
-		return Proposal{}, errors.Join(ErrInvalidBatch, err)
+		return group.Proposal{}, errors.Join(group.ErrInvalidBatch, err)
 	}
 	job := events[0].JobID
 	g.mu.Lock()
@@ -60,13 +61,13 @@ func (g *gatedCommitter) Propose(ctx context.Context, batch []byte) (Proposal, e
 	select {
 	case <-g.gate(job):
 	case <-ctx.Done():
-		return Proposal{}, ctx.Err()
+		return group.Proposal{}, ctx.Err()
 	}
 	results := make([]fsm.Result, len(events))
 	for i := range results {
 		results[i].Outcome = fsm.OutcomeApplied
 	}
-	return Proposal{Index: 1, Results: results}, nil
+	return group.Proposal{Index: 1, Results: results}, nil
 }
 
 // openTestWAL opens a NodeWAL in dir, closed at cleanup.
@@ -105,7 +106,7 @@ func TestPipeline_WatermarkAdvancesOnlyOverAGapFreePrefix(t *testing.T) {
 		}
 		lsns = append(lsns, res.LSN)
 	}
-	if _, err := p.Submit(ctx, []fsm.Event{jobEvent(3)}, DurabilityLocal); !errors.Is(err, ErrBackpressure) {
+	if _, err := p.Submit(ctx, []fsm.Event{jobEvent(3)}, DurabilityLocal); !errors.Is(err, group.ErrBackpressure) {
 		t.Fatalf("submit beyond MaxPending: %v, want ErrBackpressure", err)
 	}
 	if last := w.LastLSN(); last != lsns[2] {
@@ -188,7 +189,7 @@ func TestPipeline_RecoverReproposesOnlyRecordsAboveTheWatermark(t *testing.T) {
 }
 
 func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *testing.T) {
-	c := startPipeCluster(t, 3, 5, DurabilityRegional, ProposerConfig{})
+	c := startPipeCluster(t, 3, 5, DurabilityRegional, group.ProposerConfig{})
 	a := c.leader() // its proposals without quorum may survive in its Raft log
 	ctx := testCtx(t)
 
@@ -218,7 +219,7 @@ func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *t
 		local, localJobs, last = append(local, evs...), append(localJobs, jobs...), res.LSN
 	}
 	for _, id := range localJobs {
-		if _, err := a.ledger.Job("acme", id); err == nil {
+		if _, err := a.Ledger.Job("acme", id); err == nil {
 			t.Fatalf("job %s applied without a quorum", id)
 		}
 	}
@@ -229,21 +230,21 @@ func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *t
 	}
 	n, err := a.pipe.Recover(ctx)
 	if err != nil || n != batches {
-		t.Fatalf("Recover on %s = %d, %v; want %d records", a.id, n, err, batches)
+		t.Fatalf("Recover on %s = %d, %v; want %d records", a.ID, n, err, batches)
 	}
 	for _, nd := range c.nodes {
 		if nd != a {
 			if n, err := nd.pipe.Recover(ctx); err != nil || n != 0 {
-				t.Fatalf("Recover on %s = %d, %v; want nothing", nd.id, n, err)
+				t.Fatalf("Recover on %s = %d, %v; want nothing", nd.ID, n, err)
 			}
 		}
 	}
 	waitUntil(t, "recovered records at the tier", func() bool { return a.pipe.Watermark() >= last })
 	allJobs := append(warmJobs, localJobs...)
-	digest := c.waitConverged(allJobs)
+	digest := c.WaitConverged(allJobs)
 	waitUntil(t, "every node to apply each event once", func() bool {
 		for _, nd := range c.nodes {
-			if metricValue(t, nd.reg, "strata_raft_applied_events_total", "outcome", "applied") != float64(len(allJobs)) {
+			if metricValue(t, nd.Reg, "strata_raft_applied_events_total", "outcome", "applied") != float64(len(allJobs)) {
 				return false
 			}
 		}
@@ -251,13 +252,13 @@ func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *t
 	})
 
 	t.Logf("%s applied %v events as duplicates (proposals that survived in its Raft log)",
-		a.id, metricValue(t, a.reg, "strata_raft_applied_events_total", "outcome", "duplicate"))
+		a.ID, metricValue(t, a.Reg, "strata_raft_applied_events_total", "outcome", "duplicate"))
 	res, err := a.pipe.Submit(ctx, local, DurabilityRegional)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantOutcomes(t, res.Results, repeat(fsm.OutcomeDuplicate, len(local))...)
-	if d := c.waitConverged(allJobs); d != digest {
+	if d := c.WaitConverged(allJobs); d != digest {
 		t.Fatalf("duplicates changed the ledger digest")
 	}
 }

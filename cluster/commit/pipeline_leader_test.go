@@ -1,4 +1,4 @@
-package cluster
+package commit
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/wal"
 )
 
@@ -17,12 +19,12 @@ type noLeaderCommitter struct {
 	calls atomic.Int64
 }
 
-func (c *noLeaderCommitter) Propose(ctx context.Context, batch []byte) (Proposal, error) {
+func (c *noLeaderCommitter) Propose(ctx context.Context, batch []byte) (group.Proposal, error) {
 	c.calls.Add(1)
 	if !c.up.Load() {
-		return Proposal{}, &NotLeaderError{Err: ErrNotLeader}
+		return group.Proposal{}, &group.NotLeaderError{Err: group.ErrNotLeader}
 	}
-	return Proposal{Index: 7}, nil
+	return group.Proposal{Index: 7}, nil
 }
 
 // A record waiting out a retry backoff (here an hour long) is retried at
@@ -49,7 +51,7 @@ func TestPipeline_LeaderChangeEndsTheRetryBackoff(t *testing.T) {
 		}
 		done <- err
 	}()
-	deadline := time.Now().Add(pipelineWait)
+	deadline := time.Now().Add(testkit.Wait)
 	for c.calls.Load() == 0 { // the first attempt failed: now in backoff
 		if time.Now().After(deadline) {
 			t.Fatal("no attempt made")

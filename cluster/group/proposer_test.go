@@ -1,57 +1,13 @@
-package cluster
+package group
 
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 )
-
-func TestProposer_ConcurrentSubmittersShareEntriesAndGetTheirOwnResults(t *testing.T) {
-	c := startPipeCluster(t, 3, 7, DurabilityRegional, ProposerConfig{})
-	leader := c.leader()
-	ctx := testCtx(t)
-	shared := jobEvent(0)
-	if _, err := leader.prop.Propose(ctx, mustBatch(t, shared)); err != nil {
-		t.Fatal(err)
-	}
-	entriesBefore := metricValue(t, leader.reg, "strata_pipeline_proposer_entries_total")
-
-	// Each submitter's batch: its own new job, then an event every other
-	// batch also carries and the ledger already holds.
-	const submitters = 64
-	got := make([]Proposal, submitters)
-	errs := make([]error, submitters)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range submitters {
-		batch := mustBatch(t, jobEvent(1+i), shared)
-		wg.Go(func() {
-			<-start
-			got[i], errs[i] = leader.prop.Propose(ctx, batch)
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	indexes := map[uint64]bool{}
-	for i := range submitters {
-		if errs[i] != nil {
-			t.Fatalf("submitter %d: %v", i, errs[i])
-		}
-		wantOutcomes(t, got[i].Results, fsm.OutcomeApplied, fsm.OutcomeDuplicate)
-		indexes[got[i].Index] = true
-	}
-	entries := int(metricValue(t, leader.reg, "strata_pipeline_proposer_entries_total") - entriesBefore)
-	t.Logf("%d submissions rode in %d Raft entries", submitters, entries)
-	if entries >= submitters || len(indexes) != entries {
-		t.Fatalf("%d submissions took %d entries at %d distinct indexes, want fewer entries than submissions", submitters, entries, len(indexes))
-	}
-	_, jobs := jobEvents(0, submitters+1)
-	c.waitConverged(jobs)
-}
 
 // newIdleProposer returns a proposer whose loops are not running, to test
 // its queue and entry packing alone.
@@ -84,7 +40,7 @@ func queueN(t *testing.T, p *Proposer, n int, batch []byte) {
 // there is room and refused alone after (what ProposeMany relies on).
 func TestProposer_EnqueueManyAdmitsWhatFits(t *testing.T) {
 	p := newIdleProposer(t, ProposerConfig{QueueBatches: 3})
-	batch := mustBatch(t, jobEvent(1))
+	batch := testkit.MustBatch(t, testkit.JobEvent(1))
 	queueN(t, p, 2, batch)
 	prs := make([]*proposal, 3)
 	for i := range prs {
@@ -101,7 +57,7 @@ func TestProposer_EnqueueManyAdmitsWhatFits(t *testing.T) {
 
 func TestProposer_FullQueueFailsAtOnceWithBackpressure(t *testing.T) {
 	p := newIdleProposer(t, ProposerConfig{QueueBatches: 3})
-	batch := mustBatch(t, jobEvent(1))
+	batch := testkit.MustBatch(t, testkit.JobEvent(1))
 	queueN(t, p, 3, batch)
 	err := p.enqueue(&proposal{batch: batch, events: 1, done: make(chan struct{})})[0]
 	if !errors.Is(err, ErrBackpressure) {
@@ -114,13 +70,13 @@ func TestProposer_FullQueueFailsAtOnceWithBackpressure(t *testing.T) {
 }
 
 func TestProposer_EntriesRespectTheirLimits(t *testing.T) {
-	small := mustBatch(t, jobEvent(1))
+	small := testkit.MustBatch(t, testkit.JobEvent(1))
 	var many []fsm.Event
 	for i := range 3000 {
-		many = append(many, fsm.Event{ID: jobEvent(i).ID, Type: fsm.TypeWorkerJoined, Node: "n1", HLC: jobEvent(i).HLC,
+		many = append(many, fsm.Event{ID: testkit.JobEvent(i).ID, Type: fsm.TypeWorkerJoined, Node: "n1", HLC: testkit.JobEvent(i).HLC,
 			Body: &fsm.WorkerJoined{Worker: "w", Capacity: 1}})
 	}
-	thousands := mustBatch(t, many...)
+	thousands := testkit.MustBatch(t, many...)
 	tests := []struct {
 		name   string
 		cfg    ProposerConfig
@@ -144,7 +100,7 @@ func TestProposer_EntriesRespectTheirLimits(t *testing.T) {
 				for i, pr := range props {
 					batches[i] = pr.batch
 				}
-				if n := encodedEntryLen(batches); n > p.cfg.MaxEntryBytes {
+				if n := EncodedEntryLen(batches); n > p.cfg.MaxEntryBytes {
 					t.Fatalf("entry of %d bytes, limit %d", n, p.cfg.MaxEntryBytes)
 				}
 				got = append(got, len(props))
@@ -167,10 +123,10 @@ func bytes400K(t *testing.T) []byte {
 	t.Helper()
 	evs := make([]fsm.Event, 384)
 	for i := range evs {
-		evs[i] = jobEvent(i)
+		evs[i] = testkit.JobEvent(i)
 		evs[i].Body.(*fsm.JobCreated).Spec.IdempotencyKey = strings.Repeat("k", 1000)
 	}
-	b := mustBatch(t, evs...)
+	b := testkit.MustBatch(t, evs...)
 	if len(b) <= MaxEntryBytes/3 || len(b) >= MaxEntryBytes/2 {
 		t.Fatalf("batch of %d bytes", len(b))
 	}

@@ -1,4 +1,4 @@
-package cluster
+package group
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/internal/metrics"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -20,7 +21,7 @@ import (
 // replays the entries its store had not committed.
 var ErrFSMFailed = errors.New("cluster: ledger fsm failed")
 
-// ledgerFSM is the raft.FSM of a group: it applies Raft entries (entry.go
+// FSM is the raft.FSM of a group: it applies Raft entries (entry.go
 // envelopes of fsm batches) to an fsm.Ledger.
 //
 // Every command entry is one ledger transaction at its Raft index: all
@@ -36,25 +37,25 @@ var ErrFSMFailed = errors.New("cluster: ledger fsm failed")
 // Raft calls ApplyBatch, Snapshot and Restore from one goroutine;
 // FSMSnapshot.Persist runs concurrently with ApplyBatch, which the Ledger
 // allows (Snapshot reads one consistent store view).
-type ledgerFSM struct {
+type FSM struct {
 	ledger    *fsm.Ledger
 	log       *slog.Logger
 	m         *fsmMetrics
 	onFatal   func(error)
 	onApplied func(uint64)
-	dirty     *dirtySet
+	observer  ApplyObserver
 
 	mu     sync.Mutex // guards failed
 	failed error
 }
 
 var (
-	_ raft.BatchingFSM = (*ledgerFSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
 	_ raft.FSMSnapshot = (*ledgerSnapshot)(nil)
 )
 
-// ledgerFSMConfig configures a ledgerFSM.
-type ledgerFSMConfig struct {
+// FSMConfig configures a FSM.
+type FSMConfig struct {
 	// Ledger is the state machine. Required.
 	Ledger *fsm.Ledger
 	// OnFatal, if set, is called once when the ledger's store fails an
@@ -63,13 +64,25 @@ type ledgerFSMConfig struct {
 	// OnApplied, if set, is called after every ApplyBatch and Restore with
 	// the ledger's applied index (session reads wait on it).
 	OnApplied func(index uint64)
-	// Dirty, if set, records what every applied entry changed (job ids,
-	// worker joins and leaves; a restore changes everything) for the
-	// leader's reconcilers, before OnApplied wakes them.
-	Dirty *dirtySet
+	// Observer, if set, learns what every applied entry changed (a
+	// restore changes everything), before OnApplied wakes whoever waits.
+	Observer ApplyObserver
 	// Logger defaults to discarding; Registerer nil registers nothing.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+}
+
+// ApplyObserver learns what the ledger applied, on every replica, in
+// apply order, from Raft's apply goroutine: it must be quick and must not
+// call back into the group. The lifecycle reconcilers use it to visit only
+// the jobs an entry changed.
+type ApplyObserver interface {
+	// Entry is called after a command entry applied, with the results of
+	// each of its batches (fsm.Result names each event's type and job).
+	Entry(results [][]fsm.Result)
+	// Restored is called after a snapshot replaced the ledger's state:
+	// anything may have changed.
+	Restored()
 }
 
 // entryResponse is the FSM's answer for one command entry, handed to the
@@ -84,8 +97,19 @@ type entryResponse struct {
 	err error
 }
 
-// newLedgerFSM wraps cfg.Ledger as a raft.BatchingFSM.
-func newLedgerFSM(cfg ledgerFSMConfig) (*ledgerFSM, error) {
+// EntryResults unpacks the FSM's answer for one command entry (what
+// raft.ApplyFuture.Response returns on the node that proposed it): each
+// batch's results, or why the entry was not applied.
+func EntryResults(resp any) ([][]fsm.Result, error) {
+	r, ok := resp.(*entryResponse)
+	if !ok {
+		return nil, fmt.Errorf("cluster: not an entry response: %T", resp)
+	}
+	return r.batches, r.err
+}
+
+// NewFSM wraps cfg.Ledger as a raft.BatchingFSM.
+func NewFSM(cfg FSMConfig) (*FSM, error) {
 	if cfg.Ledger == nil {
 		return nil, errors.New("cluster: ledger fsm: Ledger is required")
 	}
@@ -96,18 +120,18 @@ func newLedgerFSM(cfg ledgerFSMConfig) (*ledgerFSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ledgerFSM{ledger: cfg.Ledger, log: cfg.Logger, m: m, onFatal: cfg.OnFatal, onApplied: cfg.OnApplied,
-		dirty: cfg.Dirty}, nil
+	return &FSM{ledger: cfg.Ledger, log: cfg.Logger, m: m, onFatal: cfg.OnFatal, onApplied: cfg.OnApplied,
+		observer: cfg.Observer}, nil
 }
 
 // Apply implements raft.FSM for one entry.
-func (f *ledgerFSM) Apply(l *raft.Log) any {
+func (f *FSM) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
 // ApplyBatch implements raft.BatchingFSM: one response per log, in order;
 // logs other than commands (configuration changes) get nil.
-func (f *ledgerFSM) ApplyBatch(logs []*raft.Log) []any {
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	start := time.Now()
 	out := make([]any, len(logs))
 	commands := 0
@@ -124,18 +148,18 @@ func (f *ledgerFSM) ApplyBatch(logs []*raft.Log) []any {
 	return out
 }
 
-func (f *ledgerFSM) notifyApplied() {
+func (f *FSM) notifyApplied() {
 	if f.onApplied != nil {
 		f.onApplied(f.ledger.AppliedIndex())
 	}
 }
 
 // applyEntry applies one command entry at index.
-func (f *ledgerFSM) applyEntry(index uint64, data []byte) *entryResponse {
+func (f *FSM) applyEntry(index uint64, data []byte) *entryResponse {
 	if err := f.failure(); err != nil {
 		return &entryResponse{err: err}
 	}
-	batches, derr := decodeEntry(data)
+	batches, derr := DecodeEntry(data)
 	var resp *entryResponse
 	var err error
 	switch {
@@ -150,8 +174,8 @@ func (f *ledgerFSM) applyEntry(index uint64, data []byte) *entryResponse {
 	if err != nil {
 		return &entryResponse{err: f.fail(index, err)}
 	}
-	if f.dirty != nil && resp.err == nil {
-		f.dirty.noteEntry(resp.batches)
+	if f.observer != nil && resp.err == nil {
+		f.observer.Entry(resp.batches)
 	}
 	f.m.entries.Inc()
 	for _, rs := range resp.batches {
@@ -163,7 +187,7 @@ func (f *ledgerFSM) applyEntry(index uint64, data []byte) *entryResponse {
 }
 
 // applyBatches applies the batches of an entry in one transaction.
-func (f *ledgerFSM) applyBatches(index uint64, batches [][]byte) (*entryResponse, error) {
+func (f *FSM) applyBatches(index uint64, batches [][]byte) (*entryResponse, error) {
 	results, err := f.ledger.ApplyEncodedMany(index, batches)
 	if err != nil {
 		return nil, err
@@ -180,7 +204,7 @@ func alreadyApplied(index, applied uint64) error {
 
 // fail records the first store failure, reports it, and returns the error
 // every later apply returns.
-func (f *ledgerFSM) fail(index uint64, cause error) error {
+func (f *FSM) fail(index uint64, cause error) error {
 	f.mu.Lock()
 	first := f.failed == nil
 	if first {
@@ -199,7 +223,7 @@ func (f *ledgerFSM) fail(index uint64, cause error) error {
 }
 
 // failure returns the recorded store failure, or nil.
-func (f *ledgerFSM) failure() error {
+func (f *FSM) failure() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.failed
@@ -211,7 +235,7 @@ func (f *ledgerFSM) failure() error {
 // Ledger's own applied index travels in the snapshot header, so entries
 // Raft replays after a restore are skipped, and re-applied events would be
 // duplicates anyway (idempotent by event id).
-func (f *ledgerFSM) Snapshot() (raft.FSMSnapshot, error) {
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.failure(); err != nil {
 		return nil, err
 	}
@@ -220,21 +244,21 @@ func (f *ledgerFSM) Snapshot() (raft.FSMSnapshot, error) {
 
 // Restore implements raft.FSM: it replaces the ledger's state with the
 // snapshot; on error the ledger keeps its previous state.
-func (f *ledgerFSM) Restore(rc io.ReadCloser) error {
+func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	if err := f.ledger.Restore(rc); err != nil {
 		return fmt.Errorf("cluster: restore ledger snapshot: %w", err)
 	}
 	f.m.restores.Inc()
-	if f.dirty != nil {
-		f.dirty.addAll()
+	if f.observer != nil {
+		f.observer.Restored()
 	}
 	f.notifyApplied()
 	return nil
 }
 
-// ledgerSnapshot is the raft.FSMSnapshot of a ledgerFSM.
-type ledgerSnapshot struct{ f *ledgerFSM }
+// ledgerSnapshot is the raft.FSMSnapshot of a FSM.
+type ledgerSnapshot struct{ f *FSM }
 
 // Persist streams the ledger's snapshot into sink and closes it, or
 // cancels it on error.
@@ -303,7 +327,7 @@ func newFSMMetrics(reg prometheus.Registerer) (*fsmMetrics, error) {
 	for o := fsm.OutcomeApplied; o <= fsm.OutcomeRejected; o++ {
 		m.outcomes[o] = m.events.WithLabelValues(o.String())
 	}
-	return m, registerMetrics(reg, "raft fsm", m.entries, m.events, m.applyBatchSeconds, m.applyBatchEntries, m.snapshotSeconds, m.restores, m.failed)
+	return m, metrics.Register(reg, "raft fsm", m.entries, m.events, m.applyBatchSeconds, m.applyBatchEntries, m.snapshotSeconds, m.restores, m.failed)
 }
 
 func (m *fsmMetrics) countOutcome(o fsm.Outcome) {

@@ -1,4 +1,4 @@
-package cluster
+package group
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -14,15 +16,15 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// GroupKind selects the timeouts of a Raft group (DESIGN §7).
-type GroupKind int
+// Kind selects the timeouts of a Raft group (DESIGN §7).
+type Kind int
 
 // Raft group kinds.
 const (
-	// GroupRegional is a region's managers: one datacenter, LAN round trips.
-	GroupRegional GroupKind = iota
-	// GroupGlobal is the gates across regions: WAN round trips.
-	GroupGlobal
+	// Regional is a region's managers: one datacenter, LAN round trips.
+	Regional Kind = iota
+	// Global is the gates across regions: WAN round trips.
+	Global
 )
 
 // Raft limits and tunables.
@@ -69,36 +71,39 @@ const (
 // it is HT, the most hashicorp/raft allows, so that a stall trips no
 // earlier at the leader than at its followers. Round trips much above
 // 100 ms need larger values.
-func raftTimings(kind GroupKind) (heartbeat, election, lease, commit time.Duration) {
-	if kind == GroupGlobal {
+func raftTimings(kind Kind) (heartbeat, election, lease, commit time.Duration) {
+	if kind == Global {
 		return 500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond, 50 * time.Millisecond
 	}
 	return 300 * time.Millisecond, 300 * time.Millisecond, 150 * time.Millisecond, 10 * time.Millisecond
 }
 
-// RaftGroupConfig is what a node needs to run its Raft group.
-type RaftGroupConfig struct {
+// Config is what a node needs to run its Raft group.
+type Config struct {
 	NodeID  string
-	Kind    GroupKind
+	Kind    Kind
 	Dir     string // raft.db and snapshots/ live here
 	FSM     raft.FSM
 	Stream  raft.StreamLayer
 	LogSink io.Writer // hashicorp/raft's own logs (JSON lines); nil discards
 }
 
-// RaftGroup is one node's member of a Raft group with its durable stores.
-type RaftGroup struct {
+// Group is one node's member of a Raft group with its durable stores.
+type Group struct {
 	Raft      *raft.Raft
 	Transport *raft.NetworkTransport
 	logStore  *raftboltdb.BoltStore
 	// HadState is true when the node restarted with Raft state on disk: it
 	// must not bootstrap, it rejoins with its data.
 	HadState bool
+
+	readyTerm atomic.Uint64 // term in which a barrier made strong reads safe
+	barrierMu sync.Mutex
 }
 
-// OpenRaftGroup opens the stores under cfg.Dir and starts Raft. It does not
+// Open opens the stores under cfg.Dir and starts Raft. It does not
 // bootstrap: see Bootstrap.
-func OpenRaftGroup(cfg RaftGroupConfig) (*RaftGroup, error) {
+func Open(cfg Config) (*Group, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raft dir %s: %w", cfg.Dir, err)
 	}
@@ -157,13 +162,17 @@ func OpenRaftGroup(cfg RaftGroupConfig) (*RaftGroup, error) {
 		logStore.Close()
 		return nil, fmt.Errorf("start raft %s: %w", cfg.NodeID, err)
 	}
-	return &RaftGroup{Raft: r, Transport: trans, logStore: logStore, HadState: existing}, nil
+	return &Group{Raft: r, Transport: trans, logStore: logStore, HadState: existing}, nil
 }
 
 // Bootstrap starts the group with servers as its first configuration.
 // Every member may call it with the same servers.
-func (g *RaftGroup) Bootstrap(servers []raft.Server) error {
-	err := g.Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+func (g *Group) Bootstrap(servers []Server) error {
+	conf := raft.Configuration{}
+	for _, s := range servers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Addr)})
+	}
+	err := g.Raft.BootstrapCluster(conf).Error()
 	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -171,7 +180,7 @@ func (g *RaftGroup) Bootstrap(servers []raft.Server) error {
 }
 
 // Close stops Raft and closes its stores. It does not leave the group.
-func (g *RaftGroup) Close() error {
+func (g *Group) Close() error {
 	err := g.Raft.Shutdown().Error()
 	return errors.Join(err, g.Transport.Close(), g.logStore.Close())
 }

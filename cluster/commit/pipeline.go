@@ -1,4 +1,4 @@
-package cluster
+package commit
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/wal"
@@ -26,7 +27,7 @@ const WALRecordLedgerBatch uint8 = 1
 // Committer commits a batch in the node's Raft group and returns once it is
 // applied: *Proposer. A *NotLeaderError sends the batch to the Forwarder.
 type Committer interface {
-	Propose(ctx context.Context, batch []byte) (Proposal, error)
+	Propose(ctx context.Context, batch []byte) (group.Proposal, error)
 }
 
 // Forwarder hands a batch to the group's leader, which commits it with its
@@ -35,14 +36,14 @@ type Committer interface {
 // retried with backoff (a *NotLeaderError when leadership moved, a network
 // error, ...), except one wrapping ErrInvalidBatch.
 type Forwarder interface {
-	Forward(ctx context.Context, leader Leader, batch []byte) (Proposal, error)
+	Forward(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error)
 }
 
 // ForwarderFunc adapts a function to the Forwarder interface.
-type ForwarderFunc func(ctx context.Context, leader Leader, batch []byte) (Proposal, error)
+type ForwarderFunc func(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error)
 
 // Forward calls f.
-func (f ForwarderFunc) Forward(ctx context.Context, leader Leader, batch []byte) (Proposal, error) {
+func (f ForwarderFunc) Forward(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error) {
 	return f(ctx, leader, batch)
 }
 
@@ -208,12 +209,12 @@ type Pipeline struct {
 type op struct {
 	lsn   wal.LSN
 	batch []byte
-	out   Proposal
+	out   group.Proposal
 	err   error
 	done  chan struct{} // closed once out or err is set
 }
 
-func (o *op) finish(out Proposal, err error) {
+func (o *op) finish(out group.Proposal, err error) {
 	o.out, o.err = out, err
 	close(o.done)
 }
@@ -265,19 +266,19 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 // ctx ends, Submit returns ctx's error with Level LOCAL (once fsynced).
 func (p *Pipeline) Submit(ctx context.Context, events []fsm.Event, level Durability) (SubmitResult, error) {
 	start := time.Now()
-	want, err := ackLevel(level, p.cfg.Tier)
+	want, err := AckLevel(level, p.cfg.Tier)
 	if err != nil {
 		p.m.rejected.WithLabelValues("level").Inc()
 		return SubmitResult{}, err
 	}
 	if len(events) == 0 {
 		p.m.rejected.WithLabelValues("invalid").Inc()
-		return SubmitResult{}, fmt.Errorf("%w: no events", ErrInvalidBatch)
+		return SubmitResult{}, fmt.Errorf("%w: no events", group.ErrInvalidBatch)
 	}
 	batch, err := fsm.EncodeBatch(events)
 	if err != nil {
 		p.m.rejected.WithLabelValues("invalid").Inc()
-		return SubmitResult{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		return SubmitResult{}, fmt.Errorf("%w: %w", group.ErrInvalidBatch, err)
 	}
 	o, fut, err := p.append(batch, events[0].HLC)
 	if err != nil {
@@ -312,25 +313,25 @@ func (p *Pipeline) append(batch []byte, ts hlc.Timestamp) (*op, *wal.Future, err
 	case p.slots <- struct{}{}:
 	default:
 		p.m.rejected.WithLabelValues("backpressure").Inc()
-		return nil, nil, fmt.Errorf("%w: %d records between NodeWAL and tier", ErrBackpressure, p.cfg.MaxPending)
+		return nil, nil, fmt.Errorf("%w: %d records between NodeWAL and tier", group.ErrBackpressure, p.cfg.MaxPending)
 	}
 	if span := p.marks.span(); span >= uint64(p.cfg.MaxWindow) {
 		<-p.slots
 		p.m.rejected.WithLabelValues("backpressure").Inc()
-		return nil, nil, fmt.Errorf("%w: %d LSNs above the %s watermark", ErrBackpressure, span, p.level)
+		return nil, nil, fmt.Errorf("%w: %d LSNs above the %s watermark", group.ErrBackpressure, span, p.level)
 	}
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
 		<-p.slots
-		return nil, nil, ErrClosed
+		return nil, nil, group.ErrClosed
 	}
 	fut, err := p.cfg.WAL.AppendAsync(wal.Record{Type: WALRecordLedgerBatch, HLC: ts, Payload: batch})
 	if err != nil {
 		<-p.slots
 		if errors.Is(err, wal.ErrBackpressure) {
 			p.m.rejected.WithLabelValues("backpressure").Inc()
-			return nil, nil, fmt.Errorf("%w: %w", ErrBackpressure, err)
+			return nil, nil, fmt.Errorf("%w: %w", group.ErrBackpressure, err)
 		}
 		p.walFailed(err)
 		return nil, nil, fmt.Errorf("cluster: submit: NodeWAL append: %w", err)
@@ -360,20 +361,20 @@ func (p *Pipeline) climb(o *op, fut *wal.Future) {
 	if fut != nil {
 		if _, err := fut.Wait(p.ctx); err != nil {
 			p.walFailed(err)
-			o.finish(Proposal{}, fmt.Errorf("cluster: NodeWAL LSN %d: %w", o.lsn, err))
+			o.finish(group.Proposal{}, fmt.Errorf("cluster: NodeWAL LSN %d: %w", o.lsn, err))
 			return
 		}
 	}
 	out, err := p.propose(o)
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrInvalidBatch), errors.Is(err, ErrBadEntry):
+	case errors.Is(err, group.ErrInvalidBatch), errors.Is(err, group.ErrBadEntry):
 		// Cannot happen to a batch this node encoded and the NodeWAL
 		// checked; retrying would hold the watermark back for good.
 		p.log.Error("dropping a NodeWAL record the tier refuses", "lsn", o.lsn, "err", err)
 		p.m.dropped.Inc()
 	default:
-		o.finish(Proposal{}, err)
+		o.finish(group.Proposal{}, err)
 		return
 	}
 	p.reached(o.lsn)
@@ -382,7 +383,7 @@ func (p *Pipeline) climb(o *op, fut *wal.Future) {
 
 // propose tries until o's batch is committed in the tier, a permanent
 // error, or Close.
-func (p *Pipeline) propose(o *op) (Proposal, error) {
+func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 	wait := p.cfg.RetryFirst
 	for {
 		changed := p.leaderChange() // before the attempt: a change during it counts
@@ -390,11 +391,11 @@ func (p *Pipeline) propose(o *op) (Proposal, error) {
 		if err == nil {
 			return out, nil
 		}
-		if errors.Is(err, ErrInvalidBatch) || errors.Is(err, ErrBadEntry) {
-			return Proposal{}, err
+		if errors.Is(err, group.ErrInvalidBatch) || errors.Is(err, group.ErrBadEntry) {
+			return group.Proposal{}, err
 		}
 		if p.ctx.Err() != nil {
-			return Proposal{}, fmt.Errorf("%w: LSN %d not yet at %s: %w", ErrClosed, o.lsn, p.cfg.Tier, err)
+			return group.Proposal{}, fmt.Errorf("%w: LSN %d not yet at %s: %w", group.ErrClosed, o.lsn, p.cfg.Tier, err)
 		}
 		p.m.retries.Inc()
 		p.log.Debug("propose failed, retrying", "lsn", o.lsn, "wait", wait, "err", err)
@@ -439,11 +440,11 @@ func (p *Pipeline) leaderChange() <-chan struct{} {
 
 // attempt proposes batch once: on this node, or, when it is a follower
 // that knows the leader, through the Forwarder.
-func (p *Pipeline) attempt(batch []byte) (Proposal, error) {
+func (p *Pipeline) attempt(batch []byte) (group.Proposal, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.AttemptTimeout)
 	defer cancel()
 	out, err := p.cfg.Committer.Propose(ctx, batch)
-	var nl *NotLeaderError
+	var nl *group.NotLeaderError
 	if err == nil || p.cfg.Forwarder == nil || !errors.As(err, &nl) || nl.Leader.ID == "" {
 		return out, err
 	}
@@ -551,13 +552,13 @@ func (p *Pipeline) launchRecovered(ctx context.Context, lsn wal.LSN, batch []byt
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-p.ctx.Done():
-		return ErrClosed
+		return group.ErrClosed
 	}
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
 		<-p.slots
-		return ErrClosed
+		return group.ErrClosed
 	}
 	p.startClimbLocked(&op{lsn: lsn, batch: batch, done: make(chan struct{})}, nil)
 	return nil

@@ -1,4 +1,4 @@
-package cluster
+package commit
 
 import (
 	"errors"
@@ -78,11 +78,11 @@ func checkTier(tier Durability) error {
 	return nil
 }
 
-// ackLevel returns the level a write asking for level is acknowledged at on
+// AckLevel returns the level a write asking for level is acknowledged at on
 // a node of tier. The path is NONE → LOCAL → tier: a level not on it rounds
 // up (REGIONAL on a gate is GLOBAL); a level above the tier is a
 // *DurabilityError.
-func ackLevel(level, tier Durability) (Durability, error) {
+func AckLevel(level, tier Durability) (Durability, error) {
 	switch {
 	case level < DurabilityNone || level > DurabilityGlobal:
 		return 0, fmt.Errorf("%w: %s", ErrInvalidDurability, level)

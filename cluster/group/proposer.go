@@ -1,4 +1,4 @@
-package cluster
+package group
 
 import (
 	"context"
@@ -281,6 +281,11 @@ func (p *Proposer) ProposeMany(ctx context.Context, batches [][]byte) ([]Proposa
 	return outs, errs
 }
 
+// CheckLeader returns a *NotLeaderError (naming the leader this node
+// knows of) unless this node leads: a forwarded call is refused before
+// anything of it is queued.
+func (p *Proposer) CheckLeader() error { return p.notLeader(nil) }
+
 // notLeader returns a *NotLeaderError if this node is not the leader.
 func (p *Proposer) notLeader(cause error) error {
 	if cause == nil && p.raft.State() == raft.Leader {
@@ -353,10 +358,10 @@ func (p *Proposer) run() {
 func (p *Proposer) take() []*proposal {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	size, events, n := 1+uvarintLen(uint64(len(p.queue))), 0, 0
+	size, events, n := 1+UvarintLen(uint64(len(p.queue))), 0, 0
 	for n < len(p.queue) && n < p.cfg.MaxEntryBatches {
 		pr := p.queue[n]
-		grow := uvarintLen(uint64(len(pr.batch))) + len(pr.batch)
+		grow := UvarintLen(uint64(len(pr.batch))) + len(pr.batch)
 		if n > 0 && (size+grow > p.cfg.MaxEntryBytes || events+pr.events > p.cfg.MaxEntryEvents) {
 			break
 		}
@@ -391,7 +396,7 @@ func (p *Proposer) propose(props []*proposal) {
 	for i, pr := range props {
 		batches[i] = pr.batch
 	}
-	data := appendEntry(make([]byte, 0, encodedEntryLen(batches)), batches)
+	data := AppendEntry(make([]byte, 0, EncodedEntryLen(batches)), batches)
 	p.m.entries.Inc()
 	p.m.entryBatches.Observe(float64(len(props)))
 	p.m.entryBytes.Observe(float64(len(data)))
@@ -467,4 +472,20 @@ func (p *Proposer) Close() error {
 		p.done.Wait()
 	})
 	return nil
+}
+
+// ApplyOne proposes batch alone in one entry with its own raft.Apply,
+// without the Proposer's queue: the baseline the Proposer's benchmarks
+// compare against (hashicorp/raft still groups concurrent Applies into one
+// log write and one AppendEntries).
+func (g *Group) ApplyOne(batch []byte, timeout time.Duration) (Proposal, error) {
+	f := g.Raft.Apply(AppendEntry(nil, [][]byte{batch}), timeout)
+	if err := f.Error(); err != nil {
+		return Proposal{}, err
+	}
+	resp := f.Response().(*entryResponse)
+	if resp.err != nil {
+		return Proposal{}, resp.err
+	}
+	return Proposal{Index: f.Index(), Results: resp.batches[0]}, nil
 }

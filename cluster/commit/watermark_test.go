@@ -1,4 +1,4 @@
-package cluster
+package commit
 
 import (
 	"math/rand/v2"

@@ -1,22 +1,22 @@
-package cluster
+package group
 
 import (
 	"bytes"
 	"errors"
 	"io"
-	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
 	"github.com/strata-ledger/strata/fsm/memstore"
 )
 
 // newTestFSM returns a ledger FSM over store (a fresh memstore if nil).
-func newTestFSM(t *testing.T, store fsm.Store) (*ledgerFSM, *prometheus.Registry) {
+func newTestFSM(t *testing.T, store fsm.Store) (*FSM, *prometheus.Registry) {
 	t.Helper()
 	if store == nil {
 		store = memstore.New()
@@ -26,24 +26,15 @@ func newTestFSM(t *testing.T, store fsm.Store) (*ledgerFSM, *prometheus.Registry
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	f, err := newLedgerFSM(ledgerFSMConfig{Ledger: led, Registerer: reg})
+	f, err := NewFSM(FSMConfig{Ledger: led, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f, reg
 }
 
-func mustBatch(t testing.TB, events ...fsm.Event) []byte {
-	t.Helper()
-	b, err := fsm.EncodeBatch(events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func command(index uint64, batches ...[]byte) *raft.Log {
-	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: appendEntry(nil, batches)}
+	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: AppendEntry(nil, batches)}
 }
 
 func entryResult(t *testing.T, resp any) *entryResponse {
@@ -57,10 +48,10 @@ func entryResult(t *testing.T, resp any) *entryResponse {
 
 func TestFSMAdapter_EntryOfManyBatchesIsOneTransactionWithResultsPerBatch(t *testing.T) {
 	f, reg := newTestFSM(t, nil)
-	a, b, c := jobEvent(1), jobEvent(2), jobEvent(3)
+	a, b, c := testkit.JobEvent(1), testkit.JobEvent(2), testkit.JobEvent(3)
 	logs := []*raft.Log{
 		{Index: 1, Term: 1, Type: raft.LogConfiguration},
-		command(2, mustBatch(t, a, b), mustBatch(t, a), []byte{fsm.BatchVersion, 1, 0xff}, mustBatch(t, c)),
+		command(2, testkit.MustBatch(t, a, b), testkit.MustBatch(t, a), []byte{fsm.BatchVersion, 1, 0xff}, testkit.MustBatch(t, c)),
 	}
 	out := f.ApplyBatch(logs)
 	if len(out) != 2 || out[0] != nil {
@@ -70,23 +61,23 @@ func TestFSMAdapter_EntryOfManyBatchesIsOneTransactionWithResultsPerBatch(t *tes
 	if resp.err != nil || len(resp.batches) != 4 {
 		t.Fatalf("response %+v, want 4 batch results", resp)
 	}
-	wantOutcomes(t, resp.batches[0], fsm.OutcomeApplied, fsm.OutcomeApplied)
-	wantOutcomes(t, resp.batches[1], fsm.OutcomeDuplicate)
-	wantOutcomes(t, resp.batches[2], fsm.OutcomeRejected)
-	wantOutcomes(t, resp.batches[3], fsm.OutcomeApplied)
+	testkit.WantOutcomes(t, resp.batches[0], fsm.OutcomeApplied, fsm.OutcomeApplied)
+	testkit.WantOutcomes(t, resp.batches[1], fsm.OutcomeDuplicate)
+	testkit.WantOutcomes(t, resp.batches[2], fsm.OutcomeRejected)
+	testkit.WantOutcomes(t, resp.batches[3], fsm.OutcomeApplied)
 	if got := f.ledger.AppliedIndex(); got != 2 {
 		t.Fatalf("applied index %d, want 2", got)
 	}
-	if n := metricValue(t, reg, "strata_raft_applied_entries_total"); n != 1 {
+	if n := testkit.MetricValue(t, reg, "strata_raft_applied_entries_total"); n != 1 {
 		t.Fatalf("applied entries %v, want 1", n)
 	}
-	if n := metricValue(t, reg, "strata_raft_applied_events_total", "outcome", "duplicate"); n != 1 {
+	if n := testkit.MetricValue(t, reg, "strata_raft_applied_events_total", "outcome", "duplicate"); n != 1 {
 		t.Fatalf("duplicate events %v, want 1", n)
 	}
 
 	// Raft replays an entry at or below the applied index: skipped whole.
 	digest, _, _ := f.ledger.Digest()
-	replay := entryResult(t, f.Apply(command(2, mustBatch(t, jobEvent(4)), mustBatch(t, a))))
+	replay := entryResult(t, f.Apply(command(2, testkit.MustBatch(t, testkit.JobEvent(4)), testkit.MustBatch(t, a))))
 	if replay.err == nil {
 		t.Fatal("replayed index applied again")
 	}
@@ -97,11 +88,11 @@ func TestFSMAdapter_EntryOfManyBatchesIsOneTransactionWithResultsPerBatch(t *tes
 
 func TestFSMAdapter_SingleBatchEntryGetsOneResultPerEvent(t *testing.T) {
 	f, _ := newTestFSM(t, nil)
-	resp := entryResult(t, f.Apply(command(7, mustBatch(t, jobEvent(1), jobEvent(2), jobEvent(1)))))
+	resp := entryResult(t, f.Apply(command(7, testkit.MustBatch(t, testkit.JobEvent(1), testkit.JobEvent(2), testkit.JobEvent(1)))))
 	if resp.err != nil || len(resp.batches) != 1 {
 		t.Fatalf("response %+v", resp)
 	}
-	wantOutcomes(t, resp.batches[0], fsm.OutcomeApplied, fsm.OutcomeApplied, fsm.OutcomeDuplicate)
+	testkit.WantOutcomes(t, resp.batches[0], fsm.OutcomeApplied, fsm.OutcomeApplied, fsm.OutcomeDuplicate)
 	if got := f.ledger.AppliedIndex(); got != 7 {
 		t.Fatalf("applied index %d, want 7", got)
 	}
@@ -109,14 +100,14 @@ func TestFSMAdapter_SingleBatchEntryGetsOneResultPerEvent(t *testing.T) {
 
 func TestFSMAdapter_MalformedEntryIsRejectedWholeAndItsIndexRecorded(t *testing.T) {
 	f, _ := newTestFSM(t, nil)
-	good := mustBatch(t, jobEvent(1))
+	good := testkit.MustBatch(t, testkit.JobEvent(1))
 	tests := []struct {
 		name string
 		data []byte
 	}{
 		{name: "empty", data: nil},
 		{name: "unknown version", data: append([]byte{9, 1, byte(len(good))}, good...)},
-		{name: "trailing byte", data: append(appendEntry(nil, [][]byte{good}), 0)},
+		{name: "trailing byte", data: append(AppendEntry(nil, [][]byte{good}), 0)},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,7 +121,7 @@ func TestFSMAdapter_MalformedEntryIsRejectedWholeAndItsIndexRecorded(t *testing.
 			}
 		})
 	}
-	if _, err := f.ledger.Job("acme", jobID(1)); err == nil {
+	if _, err := f.ledger.Job("acme", testkit.JobID(1)); err == nil {
 		t.Fatal("an event of a rejected entry was applied")
 	}
 }
@@ -139,9 +130,9 @@ func TestFSMAdapter_SnapshotRestoresAnEqualLedger(t *testing.T) {
 	src, _ := newTestFSM(t, nil)
 	var events []fsm.Event
 	for i := range 20 {
-		events = append(events, jobEvent(i))
+		events = append(events, testkit.JobEvent(i))
 	}
-	src.Apply(command(5, mustBatch(t, events[:10]...), mustBatch(t, events[10:]...)))
+	src.Apply(command(5, testkit.MustBatch(t, events[:10]...), testkit.MustBatch(t, events[10:]...)))
 
 	snaps := raft.NewInmemSnapshotStore()
 	sink, err := snaps.Create(raft.SnapshotVersionMax, 5, 1, raft.Configuration{}, 1, nil)
@@ -169,7 +160,7 @@ func TestFSMAdapter_SnapshotRestoresAnEqualLedger(t *testing.T) {
 	if got != want || gotIndex != wantIndex || gotIndex != 5 {
 		t.Fatalf("restored digest %s at %d, want %s at %d", got, gotIndex, want, wantIndex)
 	}
-	if n := metricValue(t, reg, "strata_raft_snapshot_restores_total"); n != 1 {
+	if n := testkit.MetricValue(t, reg, "strata_raft_snapshot_restores_total"); n != 1 {
 		t.Fatalf("restores %v, want 1", n)
 	}
 	if err := dst.Restore(io.NopCloser(bytes.NewReader([]byte("garbage")))); err == nil {
@@ -192,7 +183,7 @@ func (s *failingSink) Cancel() error             { s.canceled = true; return nil
 
 func TestFSMAdapter_PersistCancelsTheSinkOnError(t *testing.T) {
 	f, _ := newTestFSM(t, nil)
-	f.Apply(command(1, mustBatch(t, jobEvent(1))))
+	f.Apply(command(1, testkit.MustBatch(t, testkit.JobEvent(1))))
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -212,54 +203,21 @@ func TestFSMAdapter_StoreFailureStopsApplyingAndSnapshots(t *testing.T) {
 	var fatal []error
 	f.onFatal = func(err error) { fatal = append(fatal, err) }
 
-	f.Apply(command(1, mustBatch(t, jobEvent(1))))
+	f.Apply(command(1, testkit.MustBatch(t, testkit.JobEvent(1))))
 	store.FailAfter(0)
-	resp := entryResult(t, f.Apply(command(2, mustBatch(t, jobEvent(2)))))
+	resp := entryResult(t, f.Apply(command(2, testkit.MustBatch(t, testkit.JobEvent(2)))))
 	if !errors.Is(resp.err, ErrFSMFailed) {
 		t.Fatalf("apply on a failing store: %v, want ErrFSMFailed", resp.err)
 	}
 	store.Heal()
-	resp = entryResult(t, f.Apply(command(3, mustBatch(t, jobEvent(3)))))
+	resp = entryResult(t, f.Apply(command(3, testkit.MustBatch(t, testkit.JobEvent(3)))))
 	if !errors.Is(resp.err, ErrFSMFailed) || f.ledger.AppliedIndex() != 1 {
 		t.Fatalf("apply after the failure: %v at applied %d; want ErrFSMFailed, nothing applied", resp.err, f.ledger.AppliedIndex())
 	}
 	if _, err := f.Snapshot(); !errors.Is(err, ErrFSMFailed) {
 		t.Fatalf("snapshot after the failure: %v, want ErrFSMFailed", err)
 	}
-	if len(fatal) != 1 || metricValue(t, reg, "strata_raft_fsm_failed") != 1 {
+	if len(fatal) != 1 || testkit.MetricValue(t, reg, "strata_raft_fsm_failed") != 1 {
 		t.Fatalf("OnFatal called %d times, want once, and the failed gauge set", len(fatal))
-	}
-}
-
-func TestFSMAdapter_SnapshotThroughRaftRestoresOnAFreshLedger(t *testing.T) {
-	c := startPipeCluster(t, 1, 6, DurabilityRegional, ProposerConfig{})
-	nd := c.nodes[0]
-	events, jobs := jobEvents(0, 50)
-	if _, err := nd.pipe.Submit(testCtx(t), events, DurabilityRegional); err != nil {
-		t.Fatal(err)
-	}
-	c.waitConverged(jobs)
-	if err := nd.group.Raft.Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	metas, err := raft.NewFileSnapshotStore(filepath.Join(nd.dir, "raft"), 1, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := metas.List()
-	if err != nil || len(list) == 0 {
-		t.Fatalf("snapshots %v, %v", list, err)
-	}
-	_, rc, err := metas.Open(list[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh, _ := newTestFSM(t, nil)
-	if err := fresh.Restore(rc); err != nil {
-		t.Fatal(err)
-	}
-	want, _, _ := nd.ledger.Digest()
-	if got, _, _ := fresh.ledger.Digest(); got != want {
-		t.Fatal("ledger restored from the Raft snapshot differs")
 	}
 }

@@ -1,31 +1,12 @@
-package cluster
+package commit
 
 import (
-	"context"
 	"errors"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 )
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), pipelineWait)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// wantOutcomes fails unless results has one result per outcome, in order.
-func wantOutcomes(t *testing.T, results []fsm.Result, want ...fsm.Outcome) {
-	t.Helper()
-	if len(results) != len(want) {
-		t.Fatalf("%d results, want %d: %+v", len(results), len(want), results)
-	}
-	for i, r := range results {
-		if r.Outcome != want[i] {
-			t.Fatalf("result %d: %s (%v), want %s", i, r.Outcome, r.Err, want[i])
-		}
-	}
-}
 
 func repeat(o fsm.Outcome, n int) []fsm.Outcome {
 	out := make([]fsm.Outcome, n)
@@ -36,7 +17,7 @@ func repeat(o fsm.Outcome, n int) []fsm.Outcome {
 }
 
 func TestPipeline_LocalAckIsFsyncedAndRegionalAckIsAppliedThenEverywhere(t *testing.T) {
-	c := startPipeCluster(t, 3, 1, DurabilityRegional, ProposerConfig{})
+	c := startPipeCluster(t, 3, 1, DurabilityRegional, group.ProposerConfig{})
 	leader := c.leader()
 	ctx := testCtx(t)
 
@@ -61,28 +42,28 @@ func TestPipeline_LocalAckIsFsyncedAndRegionalAckIsAppliedThenEverywhere(t *test
 		t.Fatalf("REGIONAL submit = %+v, want level REGIONAL, an index, LSN above %d", regional, local.LSN)
 	}
 	wantOutcomes(t, regional.Results, repeat(fsm.OutcomeApplied, 3)...)
-	if applied := leader.ledger.AppliedIndex(); applied < regional.Index {
+	if applied := leader.Ledger.AppliedIndex(); applied < regional.Index {
 		t.Fatalf("REGIONAL ack at index %d before the leader applied it (applied %d)", regional.Index, applied)
 	}
 	for _, id := range regionalJobs {
-		if _, err := leader.ledger.Job("acme", id); err != nil {
+		if _, err := leader.Ledger.Job("acme", id); err != nil {
 			t.Fatalf("REGIONAL-acked job %s not on the leader: %v", id, err)
 		}
 	}
 
-	c.waitConverged(append(localJobs, regionalJobs...))
+	c.WaitConverged(append(localJobs, regionalJobs...))
 	waitUntil(t, "the REGIONAL watermark to cover both records", func() bool {
 		return leader.wal.Watermarks().Regional >= regional.LSN
 	})
 	for _, level := range []string{"LOCAL", "REGIONAL"} {
-		if n := metricValue(t, leader.reg, "strata_pipeline_ack_seconds", "level", level); n != 1 {
+		if n := metricValue(t, leader.Reg, "strata_pipeline_ack_seconds", "level", level); n != 1 {
 			t.Errorf("ack histogram for %s holds %v samples, want 1", level, n)
 		}
 	}
 }
 
 func TestPipeline_FollowerSubmitIsForwardedToTheLeaderAndApplied(t *testing.T) {
-	c := startPipeCluster(t, 3, 2, DurabilityRegional, ProposerConfig{})
+	c := startPipeCluster(t, 3, 2, DurabilityRegional, group.ProposerConfig{})
 	leader := c.leader()
 	follower := c.follower(leader)
 	ctx := testCtx(t)
@@ -96,13 +77,13 @@ func TestPipeline_FollowerSubmitIsForwardedToTheLeaderAndApplied(t *testing.T) {
 		t.Fatalf("submit on follower = %+v, want REGIONAL with an index", res)
 	}
 	wantOutcomes(t, res.Results, repeat(fsm.OutcomeApplied, 4)...)
-	if applied := leader.ledger.AppliedIndex(); applied < res.Index {
+	if applied := leader.Ledger.AppliedIndex(); applied < res.Index {
 		t.Fatalf("leader applied %d, below the acked index %d", applied, res.Index)
 	}
-	if n := metricValue(t, follower.reg, "strata_pipeline_forwarded_total"); n < 1 {
+	if n := metricValue(t, follower.Reg, "strata_pipeline_forwarded_total"); n < 1 {
 		t.Fatalf("forwarded %v batches, want ≥ 1", n)
 	}
-	c.waitConverged(jobs)
+	c.WaitConverged(jobs)
 	waitUntil(t, "the follower's REGIONAL watermark", func() bool {
 		return follower.wal.Watermarks().Regional >= res.LSN
 	})
@@ -112,13 +93,13 @@ func TestPipeline_FollowerSubmitIsForwardedToTheLeaderAndApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = follower.prop.Propose(ctx, batch)
-	var nl *NotLeaderError
-	if !errors.As(err, &nl) || !errors.Is(err, ErrNotLeader) {
+	_, err = follower.Prop.Propose(ctx, batch)
+	var nl *group.NotLeaderError
+	if !errors.As(err, &nl) || !errors.Is(err, group.ErrNotLeader) {
 		t.Fatalf("propose on follower: %v, want *NotLeaderError", err)
 	}
-	if nl.Leader.ID != leader.id || nl.Leader.Addr != leader.addr {
-		t.Fatalf("NotLeaderError names %+v, want %s at %s", nl.Leader, leader.id, leader.addr)
+	if nl.Leader.ID != leader.ID || nl.Leader.Addr != leader.Addr {
+		t.Fatalf("NotLeaderError names %+v, want %s at %s", nl.Leader, leader.ID, leader.Addr)
 	}
 }
 
@@ -140,13 +121,13 @@ func TestPipeline_LevelAboveTierIsRejectedAndOffPathLevelsRoundUp(t *testing.T) 
 	}
 	for _, tt := range tiers {
 		t.Run(tt.name, func(t *testing.T) {
-			c := startPipeCluster(t, 1, tt.subnet, tt.tier, ProposerConfig{})
+			c := startPipeCluster(t, 1, tt.subnet, tt.tier, group.ProposerConfig{})
 			nd := c.nodes[0]
 			ctx := testCtx(t)
 			job := 0
 			for level := DurabilityNone; level <= DurabilityGlobal; level++ {
 				want := tt.want[level]
-				before, applied := nd.wal.LastLSN(), nd.ledger.AppliedIndex()
+				before, applied := nd.wal.LastLSN(), nd.Ledger.AppliedIndex()
 				res, err := nd.pipe.Submit(ctx, []fsm.Event{jobEvent(job)}, level)
 				job++
 				if want == 0 {
@@ -154,7 +135,7 @@ func TestPipeline_LevelAboveTierIsRejectedAndOffPathLevelsRoundUp(t *testing.T) 
 					if !errors.As(err, &de) || !errors.Is(err, ErrAboveTier) || de.Tier != tt.tier {
 						t.Fatalf("%s on %s: %v, want *DurabilityError", level, tt.tier, err)
 					}
-					if nd.wal.LastLSN() != before || nd.ledger.AppliedIndex() != applied {
+					if nd.wal.LastLSN() != before || nd.Ledger.AppliedIndex() != applied {
 						t.Fatalf("%s on %s: rejected submit changed the NodeWAL or the ledger", level, tt.tier)
 					}
 					continue
@@ -174,7 +155,7 @@ func TestPipeline_LevelAboveTierIsRejectedAndOffPathLevelsRoundUp(t *testing.T) 
 			if tt.tier == DurabilityRegional {
 				jobs = jobs[:3]
 			}
-			c.waitConverged(jobs)
+			c.WaitConverged(jobs)
 		})
 	}
 }
@@ -197,9 +178,9 @@ func TestPipeline_AckLevelRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ackLevel(tt.level, tt.tier)
+			got, err := AckLevel(tt.level, tt.tier)
 			if !errors.Is(err, tt.wantErr) || got != tt.want {
-				t.Fatalf("ackLevel(%s, %s) = %s, %v; want %s, %v", tt.level, tt.tier, got, err, tt.want, tt.wantErr)
+				t.Fatalf("AckLevel(%s, %s) = %s, %v; want %s, %v", tt.level, tt.tier, got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package cluster
+package group
 
 import (
 	"path/filepath"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
 	"github.com/strata-ledger/strata/fsm/memstore"
@@ -14,7 +15,7 @@ import (
 )
 
 // openSingleGroup opens a one-voter group in dir on a fresh ledger.
-func openSingleGroup(t *testing.T, dir, addr string) (*RaftGroup, *fsm.Ledger) {
+func openSingleGroup(t *testing.T, dir, addr string) (*Group, *fsm.Ledger) {
 	t.Helper()
 	layer, err := raftnet.Listen(raftnet.Config{ListenAddr: addr})
 	if err != nil {
@@ -24,11 +25,11 @@ func openSingleGroup(t *testing.T, dir, addr string) (*RaftGroup, *fsm.Ledger) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lf, err := newLedgerFSM(ledgerFSMConfig{Ledger: ledger})
+	lf, err := NewFSM(FSMConfig{Ledger: ledger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := OpenRaftGroup(RaftGroupConfig{NodeID: "m1", Kind: GroupRegional, Dir: dir, FSM: lf, Stream: layer})
+	g, err := Open(Config{NodeID: "m1", Kind: Regional, Dir: dir, FSM: lf, Stream: layer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func openSingleGroup(t *testing.T, dir, addr string) (*RaftGroup, *fsm.Ledger) {
 }
 
 // waitLeader waits on Raft's leadership notifications (no polling sleeps).
-func waitLeader(t *testing.T, g *RaftGroup) {
+func waitLeader(t *testing.T, g *Group) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for g.Raft.State() != raft.Leader {
@@ -55,16 +56,16 @@ func TestRaftGroup_RestartRejoinsWithItsDataWithoutBootstrap(t *testing.T) {
 		t.Fatal("fresh directory reported existing state")
 	}
 	addr := g.Transport.LocalAddr()
-	if err := g.Bootstrap([]raft.Server{{ID: "m1", Address: addr}}); err != nil {
+	if err := g.Bootstrap([]Server{{ID: "m1", Addr: string(addr)}}); err != nil {
 		t.Fatal(err)
 	}
 	waitLeader(t, g)
-	j := fsmtest.NewJob(jobID(1), "acme", 0, "use1")
+	j := fsmtest.NewJob(testkit.JobID(1), "acme", 0, "use1")
 	batch, err := fsm.EncodeBatch([]fsm.Event{j.Created()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Raft.Apply(appendEntry(nil, [][]byte{batch}), 5*time.Second).Error(); err != nil {
+	if err := g.Raft.Apply(AppendEntry(nil, [][]byte{batch}), 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Close(); err != nil {
@@ -83,7 +84,7 @@ func TestRaftGroup_RestartRejoinsWithItsDataWithoutBootstrap(t *testing.T) {
 	if err := g2.Raft.Barrier(5 * time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ledger2.Job("acme", jobID(1))
+	s, err := ledger2.Job("acme", testkit.JobID(1))
 	if err != nil || s == nil {
 		t.Fatalf("job after restart: %v, %v", s, err)
 	}

@@ -1,0 +1,65 @@
+package commit
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/strata-ledger/strata/cluster/internal/metrics"
+)
+
+// pipelineMetrics are the strata_pipeline_* collectors of a Pipeline
+// (DESIGN §12).
+type pipelineMetrics struct {
+	ackVec     *prometheus.HistogramVec
+	ack        [DurabilityGlobal + 1]prometheus.Observer // by level
+	inFlight   prometheus.Gauge
+	reproposed prometheus.Counter
+	retries    prometheus.Counter
+	forwarded  prometheus.Counter
+	dropped    prometheus.Counter
+	rejected   *prometheus.CounterVec
+	watermark  prometheus.Gauge
+}
+
+func newPipelineMetrics(reg prometheus.Registerer) (*pipelineMetrics, error) {
+	m := &pipelineMetrics{
+		ackVec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strata_pipeline_ack_seconds",
+			Help:    "Time from Submit to acknowledgement, by acknowledged level (NONE, LOCAL, REGIONAL, GLOBAL).",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 20),
+		}, []string{"level"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_pipeline_in_flight",
+			Help: "NodeWAL records appended and not yet at the node's tier.",
+		}),
+		reproposed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_pipeline_reproposed_total",
+			Help: "NodeWAL records re-proposed by recovery after a restart.",
+		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_pipeline_propose_retries_total",
+			Help: "Propose or forward attempts that failed and were retried after a backoff.",
+		}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_pipeline_forwarded_total",
+			Help: "Batches forwarded to the leader by a follower.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_pipeline_dropped_total",
+			Help: "NodeWAL records the tier refused as malformed (a bug: never expected).",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strata_pipeline_rejected_total",
+			Help: "Submits refused before the NodeWAL append, by reason (level, invalid, backpressure).",
+		}, []string{"reason"}),
+		watermark: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strata_pipeline_watermark_lsn",
+			Help: "The tier watermark written to the NodeWAL checkpoint.",
+		}),
+	}
+	for d := DurabilityNone; d <= DurabilityGlobal; d++ {
+		m.ack[d] = m.ackVec.WithLabelValues(d.String())
+	}
+	for _, r := range []string{"level", "invalid", "backpressure"} {
+		m.rejected.WithLabelValues(r)
+	}
+	return m, metrics.Register(reg, "pipeline", m.ackVec, m.inFlight, m.reproposed, m.retries, m.forwarded, m.dropped, m.rejected, m.watermark)
+}
