@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 )
@@ -109,7 +110,7 @@ func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
 	full = full || d.All || g.lastFull == 0 || nowMs-g.lastFull >= resyncInterval.Milliseconds()
 	var ids []string
 	if !full {
-		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), sortedKeys(g.pending), g.release(w.busy))
+		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), plan.SortedKeys(g.pending), g.release(w.busy))
 		sort.Strings(ids)
 	}
 	err := g.n.store.View(func(tx fsm.ReadTx) error {
@@ -160,7 +161,7 @@ func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
 // pass that finds the region free, without waiting out a backoff).
 func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w *globalWork) error {
 	g.visited++
-	p := planGlobal(s, nowMs)
+	p := plan.Global(s, nowMs)
 	if p.Emit != nil {
 		w.emit = append(w.emit, *p.Emit)
 		w.newest = maxTS(w.newest, s.Last.HLC)
@@ -201,8 +202,8 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 	if len(g.retry[s.JobID]) == 0 {
 		delete(g.retry, s.JobID)
 	}
-	// The time-out planGlobal judges (timedOut: created + timeout by HLC
-	// wall time) while the job has no decision.
+	// The time-out plan.Global judges (created + timeout by HLC wall
+	// time) while the job has no decision.
 	if t := time.Duration(s.Spec.Timeout); t > 0 && s.Decision.Type == 0 && p.Emit == nil {
 		if at := s.Created.HLC.WallMs + t.Milliseconds(); next == 0 || at < next {
 			next = at
@@ -280,7 +281,7 @@ func (g *globalReconciler) release(busy map[string]bool) []string {
 	var out []string
 	for r, jobs := range g.held {
 		if !busy[r] {
-			out = append(out, sortedKeys(jobs)...)
+			out = append(out, plan.SortedKeys(jobs)...)
 			delete(g.held, r)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 )
@@ -148,9 +149,9 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 			rr.rebuildView(v)
 			return err
 		}
-		ids := unionIDs(d.Jobs, rr.due.popDue(nowMs), sortedKeys(rr.pending))
+		ids := unionIDs(d.Jobs, rr.due.popDue(nowMs), plan.SortedKeys(rr.pending))
 		if workersMoved {
-			ids = unionIDs(ids, sortedKeys(rr.active))
+			ids = unionIDs(ids, plan.SortedKeys(rr.active))
 		}
 		sort.Strings(ids)
 		if err := rr.readIDs(tx, ids, v); err != nil {
@@ -170,14 +171,14 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 	view := &regionView{Index: index, Leases: rr.leases}
 	n.views.publish(view)
 
-	var slots []*workerSlot
+	var slots []*plan.WorkerSlot
 	for _, w := range rr.workers {
 		if w.Active {
-			slots = append(slots, &workerSlot{ID: w.ID, Capacity: w.Capacity, Live: rr.live[w.ID], Load: uint32(len(rr.leases[w.ID]))})
+			slots = append(slots, &plan.WorkerSlot{ID: w.ID, Capacity: w.Capacity, Live: rr.live[w.ID], Load: uint32(len(rr.leases[w.ID]))})
 		}
 	}
-	p := newRegionPass(region, nowMs, window.Milliseconds(), slots)
-	events := planWorkers(rr.workers, p)
+	p := plan.NewRegionPass(region, nowMs, window.Milliseconds(), slots)
+	events := plan.Workers(rr.workers, p)
 	rr.visited = len(v.jobs)
 	var newest hlc.Timestamp
 	for _, j := range v.jobs {
@@ -191,7 +192,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 		if due {
 			delete(rr.lastProgress, id)
 		}
-		planned := planRegionJob(j.s, j.wfs, p, due)
+		planned := plan.RegionJob(j.s, j.wfs, p, due)
 		for _, e := range planned {
 			if e.Type == fsm.TypeJobProgressReported {
 				rr.lastProgress[id] = nowMs
@@ -360,7 +361,7 @@ func regionSettled(s *fsm.JobState, region string) bool {
 		return true
 	case s.Decision.Type == 0:
 		return r.Done
-	case stopsWorkflows(s.Decision.Type):
+	case plan.StopsWorkflows(s.Decision.Type):
 		return r.CancelAcked
 	}
 	return true

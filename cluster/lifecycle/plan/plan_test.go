@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"strings"
@@ -44,35 +44,5 @@ func TestAddStats_SumsByNameInOrderUpToTheLimit(t *testing.T) {
 	}
 	if got := addStats(more, many); len(got) != fsm.MaxStats || got[0].Name != "A" {
 		t.Fatalf("over the limit: %d names starting %q, want the %d smallest", len(got), got[0].Name, fsm.MaxStats)
-	}
-}
-
-func TestChunkEvents_SplitsByCountAndBytesInOrder(t *testing.T) {
-	events := make([]fsm.Event, 2*maxPlannedPerBatch+3)
-	for i := range events {
-		events[i] = jobEvent(i + 1)
-	}
-	chunks, err := chunkEvents(events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, c := range chunks {
-		if len(c) == 0 || len(c) > maxPlannedPerBatch {
-			t.Fatalf("chunk of %d events", len(c))
-		}
-		b, err := fsm.EncodeBatch(c)
-		if err != nil || len(b) > maxPlannedBatchBytes+64 {
-			t.Fatalf("chunk encodes to %d bytes (limit ≈ %d): %v", len(b), maxPlannedBatchBytes, err)
-		}
-		for _, e := range c {
-			if e.ID != events[n].ID {
-				t.Fatalf("event %d out of order", n)
-			}
-			n++
-		}
-	}
-	if n != len(events) || len(chunks) != 3 {
-		t.Fatalf("%d events in %d chunks, want %d in 3", n, len(chunks), len(events))
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -9,28 +9,35 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 )
 
-// workerSlot is a registered, active worker of the region as the regional
-// leader sees it during one pass.
-type workerSlot struct {
+// WorkerSlot is a registered, active worker of the region as the regional
+// leader sees it during one pass: the loop fills it from the ledger and
+// its liveness tracker, so the planner needs neither.
+type WorkerSlot struct {
 	ID       string
 	Capacity uint32
 	Load     uint32 // workflows leased to it
 	Live     bool   // heard from within the ack window
 }
 
-// regionPass is the input shared by one pass over a region's jobs: the
-// planner takes leases from Workers (updating their Load).
-type regionPass struct {
+// RegionPass is the input shared by one pass over a region's jobs: the
+// planner takes leases from Workers (updating their Load), so the jobs
+// planned later in the pass see the room the earlier ones used. It is
+// used by one goroutine, for one pass.
+type RegionPass struct {
 	Region    string
 	NowMs     int64
 	AckWindow int64         // ms
-	Workers   []*workerSlot // sorted by id
-	byID      map[string]*workerSlot
+	Workers   []*WorkerSlot // sorted by id
+	byID      map[string]*WorkerSlot
 }
 
-func newRegionPass(region string, nowMs, ackWindowMs int64, workers []*workerSlot) *regionPass {
+// NewRegionPass starts a pass over region at wall time nowMs (the loop's
+// clock, read once for the pass) with the region's active workers. It
+// sorts workers by id, so leases go to the same worker whatever order the
+// caller read them in.
+func NewRegionPass(region string, nowMs, ackWindowMs int64, workers []*WorkerSlot) *RegionPass {
 	sort.Slice(workers, func(i, j int) bool { return workers[i].ID < workers[j].ID })
-	p := &regionPass{Region: region, NowMs: nowMs, AckWindow: ackWindowMs, Workers: workers, byID: map[string]*workerSlot{}}
+	p := &RegionPass{Region: region, NowMs: nowMs, AckWindow: ackWindowMs, Workers: workers, byID: map[string]*WorkerSlot{}}
 	for _, w := range workers {
 		p.byID[w.ID] = w
 	}
@@ -39,8 +46,8 @@ func newRegionPass(region string, nowMs, ackWindowMs int64, workers []*workerSlo
 
 // pick returns the live worker with free capacity and the fewest leases
 // (lowest id on ties), or nil.
-func (p *regionPass) pick() *workerSlot {
-	var best *workerSlot
+func (p *RegionPass) pick() *WorkerSlot {
+	var best *WorkerSlot
 	for _, w := range p.Workers {
 		if w.Live && w.Load < w.Capacity && (best == nil || w.Load < best.Load) {
 			best = w
@@ -60,7 +67,7 @@ func expectedWorkflows(s *fsm.JobState, region string) []string {
 	return ids
 }
 
-// planRegionJob decides the regional leader's next steps for job s, given
+// RegionJob decides the regional leader's next steps for job s, given
 // its workflows in this region (wfs, by id). progressDue says whether a
 // job-level progress report may be emitted now (they are rate-limited by
 // the loop). Steps, all level-triggered:
@@ -70,12 +77,16 @@ func expectedWorkflows(s *fsm.JobState, region string) []string {
 //   - running: reschedule leases of workers that are silent or gone, lease
 //     dispatched workflows to live workers with room, report progress,
 //     and once every workflow ended report the region done (or failed).
-func planRegionJob(s *fsm.JobState, wfs map[string]*fsm.WorkflowState, p *regionPass, progressDue bool) []fsm.Event {
+//
+// Level-triggered means a step lost to a leader change or a failed
+// proposal is planned again, with the same id, by the next pass. RegionJob
+// updates the Load of the workers of p it leases to or takes leases from.
+func RegionJob(s *fsm.JobState, wfs map[string]*fsm.WorkflowState, p *RegionPass, progressDue bool) []fsm.Event {
 	r := s.Region(p.Region)
 	if r == nil {
 		return nil
 	}
-	if stopsWorkflows(s.Decision.Type) {
+	if StopsWorkflows(s.Decision.Type) {
 		return planStop(s, r, wfs, p)
 	}
 	if s.Decision.Type != 0 {
@@ -127,7 +138,7 @@ func planRegionJob(s *fsm.JobState, wfs map[string]*fsm.WorkflowState, p *region
 
 // planAccept dispatches the workflows not yet dispatched and accepts the
 // job for the region once they all are.
-func planAccept(s *fsm.JobState, ids []string, wfs map[string]*fsm.WorkflowState, p *regionPass) []fsm.Event {
+func planAccept(s *fsm.JobState, ids []string, wfs map[string]*fsm.WorkflowState, p *RegionPass) []fsm.Event {
 	var out []fsm.Event
 	for _, ws := range s.Spec.Workflows {
 		for i := range ws.Count {
@@ -144,7 +155,7 @@ func planAccept(s *fsm.JobState, ids []string, wfs map[string]*fsm.WorkflowState
 
 // planLease takes a lease back from a worker that is silent or gone, and
 // leases a dispatched workflow to a live worker with room.
-func planLease(s *fsm.JobState, w *fsm.WorkflowState, p *regionPass) []fsm.Event {
+func planLease(s *fsm.JobState, w *fsm.WorkflowState, p *RegionPass) []fsm.Event {
 	var out []fsm.Event
 	if w.Status == fsm.WorkflowStatusLeased {
 		holder := p.byID[w.Worker]
@@ -171,10 +182,10 @@ func planLease(s *fsm.JobState, w *fsm.WorkflowState, p *regionPass) []fsm.Event
 
 // planStop cancels every workflow still running and acknowledges the
 // decision once for the region.
-func planStop(s *fsm.JobState, r *fsm.RegionState, wfs map[string]*fsm.WorkflowState, p *regionPass) []fsm.Event {
+func planStop(s *fsm.JobState, r *fsm.RegionState, wfs map[string]*fsm.WorkflowState, p *RegionPass) []fsm.Event {
 	var out []fsm.Event
 	cancelled := uint32(0)
-	for _, id := range sortedKeys(wfs) {
+	for _, id := range SortedKeys(wfs) {
 		w := wfs[id]
 		switch {
 		case !w.Status.Terminal():
@@ -202,9 +213,10 @@ func progressReport(s *fsm.JobState, region string, agg fsm.Aggregate, done bool
 		&fsm.JobProgressReported{Region: region, Completed: agg.Completed, Failed: agg.Failed, Stats: agg.Stats, Done: done})
 }
 
-// planWorkers expires the region's active workers that went silent: their
-// leases are rescheduled by planLease, and the worker must register again.
-func planWorkers(workers []*fsm.WorkerState, p *regionPass) []fsm.Event {
+// Workers expires the region's active workers that went silent: their
+// leases are rescheduled by RegionJob, and the worker must register again.
+// The loop runs it before RegionJob in the same pass.
+func Workers(workers []*fsm.WorkerState, p *RegionPass) []fsm.Event {
 	var out []fsm.Event
 	for _, w := range workers {
 		if !w.Active || w.Region != p.Region {
@@ -230,7 +242,10 @@ func truncateText(s string) string {
 	return s
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+// SortedKeys returns m's keys in order: the planners walk maps by it so
+// that the same state always gives the same events in the same order, and
+// the reconcilers use it for the same reason.
+func SortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

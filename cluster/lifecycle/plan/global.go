@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"time"
@@ -6,8 +6,11 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 )
 
-// globalPlan is what the global leader does for one job.
-type globalPlan struct {
+// GlobalPlan is what the global leader does for one job: the regions its
+// loop (re)delivers to and the decision it proposes. It holds no state of
+// its own, so a plan that is lost (a leader change, a failed delivery) is
+// simply made again by the next pass.
+type GlobalPlan struct {
 	// Dispatch lists the assigned regions that have not accepted the job:
 	// its JobCreated is (re)sent to them.
 	Dispatch []string
@@ -20,24 +23,26 @@ type globalPlan struct {
 	Emit *fsm.Event
 }
 
-// stopsWorkflows reports whether a decision ends the job's work in every
-// region.
-func stopsWorkflows(t fsm.EventType) bool {
+// StopsWorkflows reports whether a decision ends the job's work in every
+// region: under it every region must cancel its workflows and acknowledge,
+// which is also what tells a reconciler whether a region has settled.
+func StopsWorkflows(t fsm.EventType) bool {
 	return t == fsm.TypeJobCancellationRequested || t == fsm.TypeJobFailed || t == fsm.TypeJobTimedOut
 }
 
-// planGlobal decides the global leader's next steps for job s at wall
-// time nowMs (the leader's HLC wall clock):
+// Global decides the global leader's next steps for job s at wall time
+// nowMs (the leader's HLC wall clock, passed in so that the planner never
+// reads a clock and a replay plans the same):
 //   - no decision: dispatch to regions that have not accepted; complete
 //     when every assigned region reported done; time out when the job's
 //     timeout has passed since its creation (by HLC wall time);
 //   - a decision that stops work: send it to every region that has not
 //     acknowledged it;
 //   - COMPLETED and fully acknowledged jobs: nothing.
-func planGlobal(s *fsm.JobState, nowMs int64) globalPlan {
-	var p globalPlan
+func Global(s *fsm.JobState, nowMs int64) GlobalPlan {
+	var p GlobalPlan
 	if s.Decision.Type != 0 {
-		if stopsWorkflows(s.Decision.Type) {
+		if StopsWorkflows(s.Decision.Type) {
 			for _, r := range s.Regions {
 				if !r.CancelAcked {
 					p.Stop = append(p.Stop, r.Region)

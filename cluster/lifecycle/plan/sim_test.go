@@ -1,6 +1,7 @@
-package cluster
+package plan
 
 import (
+	"crypto/rand"
 	"fmt"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"github.com/strata-ledger/strata/hlc"
 )
 
-// lifecycleSim runs the pure planners of plan_global.go and plan_region.go
+// lifecycleSim runs the pure planners of global.go and region.go
 // against in-memory ledgers — one global, one per region — moving events
 // between them as delivery and the forwarder would, with simulated workers.
 // It checks the planners alone drive a job to its end: no I/O, no timing.
@@ -98,7 +99,7 @@ func (s *lifecycleSim) job(l *fsm.Ledger, id string) *fsm.JobState {
 // round runs one pass of every reconciler, the forwarders and the workers.
 func (s *lifecycleSim) round(jobID string) {
 	g := s.job(s.global, jobID)
-	p := planGlobal(g, s.wall)
+	p := Global(g, s.wall)
 	for _, r := range append(p.Dispatch, p.Stop...) {
 		evs := []fsm.Event{s.stored(g.Created.ID)}
 		if len(p.Stop) > 0 {
@@ -115,9 +116,9 @@ func (s *lifecycleSim) round(jobID string) {
 			continue
 		}
 		wfs := s.workflows(l, jobID, region)
-		var slots []*workerSlot
+		var slots []*WorkerSlot
 		for id, live := range s.workers[region] {
-			slot := &workerSlot{ID: id, Capacity: 2, Live: live}
+			slot := &WorkerSlot{ID: id, Capacity: 2, Live: live}
 			for _, w := range wfs {
 				if w.Status == fsm.WorkflowStatusLeased && w.Worker == id {
 					slot.Load++
@@ -125,9 +126,9 @@ func (s *lifecycleSim) round(jobID string) {
 			}
 			slots = append(slots, slot)
 		}
-		rp := newRegionPass(region, s.wall, 5000, slots)
+		rp := NewRegionPass(region, s.wall, 5000, slots)
 		workers, _ := l.Workers()
-		evs := append(planWorkers(workers, rp), planRegionJob(j, wfs, rp, true)...)
+		evs := append(Workers(workers, rp), RegionJob(j, wfs, rp, true)...)
 		s.apply(l, region, "m1", evs)
 		s.forward(l, region)
 		s.work(l, region, jobID)
@@ -210,6 +211,33 @@ func (s *lifecycleSim) runUntil(jobID string, want fsm.JobStatus) *fsm.JobState 
 	}
 	s.t.Fatalf("job %s: %s after 20 rounds, want %s", jobID, s.job(s.global, jobID).Status, want)
 	return nil
+}
+
+// forwarded copies the forwarder's rule (forwarded in cluster/forwarder.go,
+// unexported in a package that imports this one): the regional events the
+// global ledger needs are the region's own acceptance, progress,
+// acknowledgement and failure.
+func forwarded(e *fsm.Event, region string) bool {
+	switch b := e.Body.(type) {
+	case *fsm.JobAccepted:
+		return b.Region == region
+	case *fsm.JobProgressReported:
+		return b.Region == region
+	case *fsm.JobCancellationAcked:
+		return b.Region == region
+	case *fsm.JobFailed:
+		return b.FailedRegion == region && e.Region == region
+	}
+	return false
+}
+
+// randomEventID is the id of an event the sim makes up as a client or a
+// worker would (a submit, a join, a workflow's end); planned events have
+// deterministic ids.
+func randomEventID() fsm.EventID {
+	var id fsm.EventID
+	_, _ = rand.Read(id[:])
+	return id
 }
 
 func simSpec(regions ...string) fsm.JobSpec {
@@ -354,7 +382,7 @@ func TestPlanSim_ReplayedPlansChangeNothing(t *testing.T) {
 	j := s.job(s.regions["use1"], id)
 	wfs := s.workflows(s.regions["use1"], id, "use1")
 	plan := func() []fsm.Event {
-		return planRegionJob(j, wfs, newRegionPass("use1", s.wall, 5000, []*workerSlot{{ID: "w1", Capacity: 2, Live: true}}), true)
+		return RegionJob(j, wfs, NewRegionPass("use1", s.wall, 5000, []*WorkerSlot{{ID: "w1", Capacity: 2, Live: true}}), true)
 	}
 	a, b := plan(), plan()
 	if len(a) == 0 || len(a) != len(b) {

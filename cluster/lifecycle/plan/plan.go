@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"crypto/sha256"
@@ -6,14 +6,6 @@ import (
 
 	"github.com/strata-ledger/strata/fsm"
 )
-
-// Reconcilers (DESIGN §4) are split into pure planners — plan_global.go,
-// plan_region.go: replicated state in, events out — and the loops that run
-// them on group leaders (reconcile*.go). A planned event has a
-// deterministic id derived from what it decides, so two leaders, a retry
-// or a replay that plan the same step produce the same id, and the
-// ledger's idempotent apply keeps exactly one of them: "a leader change,
-// a crash or a duplicated message changes nothing but timing".
 
 // decisionID derives an event id from a step's name and its identifying
 // parts.
