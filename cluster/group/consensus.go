@@ -37,8 +37,8 @@ type Status struct {
 	CommitIndex uint64
 	// AppliedIndex is Raft's: the last entry handed to the FSM.
 	AppliedIndex uint64
-	LastIndex   uint64
-	LastContact time.Duration // 0 on the leader; Never when never heard from
+	LastIndex    uint64
+	LastContact  time.Duration // 0 on the leader; Never when never heard from
 }
 
 // Never is the LastContact of a node that never heard from a leader.
