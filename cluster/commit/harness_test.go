@@ -43,7 +43,8 @@ type pipeCluster struct {
 func startPipeCluster(t testing.TB, n, subnet int, tier Durability, propCfg group.ProposerConfig) *pipeCluster {
 	t.Helper()
 	c := &pipeCluster{t: t, tier: tier, of: map[*grouptest.Node]*pipeNode{}}
-	c.Cluster = grouptest.Start(t, n, subnet, propCfg, grouptest.Hooks{Started: c.attach, Stopping: c.detach})
+	c.Cluster = grouptest.New(t, n, subnet, propCfg, grouptest.Hooks{Started: c.attach, Stopping: c.detach})
+	c.Boot()
 	return c
 }
 

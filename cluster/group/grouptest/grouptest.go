@@ -64,6 +64,14 @@ type Cluster struct {
 // regional group and waits for a leader. Everything stops at cleanup.
 func Start(t testing.TB, n, subnet int, propCfg group.ProposerConfig, hooks Hooks) *Cluster {
 	t.Helper()
+	c := New(t, n, subnet, propCfg, hooks)
+	c.Boot()
+	return c
+}
+
+// New lays out n nodes on 127.0.<subnet>.1..n without starting them, so a
+// caller can keep c before its hooks run; Boot starts them.
+func New(t testing.TB, n, subnet int, propCfg group.ProposerConfig, hooks Hooks) *Cluster {
 	c := &Cluster{t: t, propCfg: propCfg, hooks: hooks, byID: map[string]*Node{}}
 	base := t.TempDir()
 	for i := range n {
@@ -73,6 +81,14 @@ func Start(t testing.TB, n, subnet int, propCfg group.ProposerConfig, hooks Hook
 			Dir: filepath.Join(base, fmt.Sprintf("node%d", i+1)),
 		})
 	}
+	return c
+}
+
+// Boot starts every node, bootstraps them as one regional group and waits
+// for a leader. Everything stops at cleanup.
+func (c *Cluster) Boot() {
+	t := c.t
+	t.Helper()
 	for _, nd := range c.Nodes {
 		c.Start(nd)
 	}
@@ -91,7 +107,6 @@ func Start(t testing.TB, n, subnet int, propCfg group.ProposerConfig, hooks Hook
 		}
 	})
 	c.Leader()
-	return c
 }
 
 // Start opens a node's ledger, Raft group and proposer, then runs
