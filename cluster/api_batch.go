@@ -300,9 +300,3 @@ func expectDelim(dec *json.Decoder, d json.Delim) error {
 	}
 	return nil
 }
-
-// decodeStrictBytes decodes exactly one JSON value refusing unknown fields
-// and trailing data, as decodeJSON does for a request body.
-func decodeStrictBytes(b []byte, v any) error {
-	return decodeOne(bytes.NewReader(b), MaxRequestBytes, v)
-}

@@ -200,7 +200,7 @@ func (n *Node) proxy(w http.ResponseWriter, r *http.Request, addr string, body [
 		req.Header.Add(api.HeaderForwardedBy, h)
 	}
 	req.Header.Add(api.HeaderForwardedBy, n.cfg.NodeID)
-	resp, err := n.httpc.Do(req)
+	resp, err := n.peers.HTTPClient().Do(req)
 	if err != nil {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: fmt.Sprintf("node %s forwarded the request to %s: %v", n.cfg.NodeID, addr, err)})

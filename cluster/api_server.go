@@ -80,9 +80,9 @@ func (n *Node) routes() http.Handler {
 			"PUT": n.operator(faults.ServeHTTP),
 		})
 	}
-	handle(internalProposePath, route{"POST": n.handlePropose})
-	handle(internalProposeManyPath, route{"POST": n.handleProposeMany})
-	handle(internalDeliverPath, route{"POST": n.handleDeliver})
+	for path, h := range n.peers.Routes() {
+		handle(path, route{"POST": h})
+	}
 	// pprof, operator only (DESIGN §12: profiles on the admin listener).
 	mux.Handle("/debug/pprof/", n.operator(pprof.Index))
 	mux.Handle("/debug/pprof/profile", n.operator(pprof.Profile))
@@ -93,23 +93,27 @@ func (n *Node) routes() http.Handler {
 	return mux
 }
 
-// serveHTTP listens on http_addr and serves the API in the background.
-func (n *Node) serveHTTP() error {
+// listenHTTP listens on http_addr, through the fault layer, so a
+// partition cuts node-to-node calls in both directions (clients on other
+// addresses are not affected).
+func (n *Node) listenHTTP() error {
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
-	// Through the fault layer, so a partition cuts node-to-node calls in
-	// both directions (clients on other addresses are not affected).
 	n.ln = n.faults.WrapListener(ln)
+	return nil
+}
+
+// serveHTTP serves the API on the listener in the background.
+func (n *Node) serveHTTP() {
 	n.httpMetrics = newHTTPMetrics(n.reg)
 	n.srv = &http.Server{Handler: n.routes(), ReadHeaderTimeout: httpReadHeaderTimeout}
 	go func() {
-		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.srv.Serve(n.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http server stopped", "err", err)
 		}
 	}()
-	return nil
 }
 
 // httpMetrics are strata_http_*: requests by route and status class.

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -289,7 +290,7 @@ func (n *Node) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 }
 
 // openWatch sends r to addr; the answer's headers must come within
-// nodeHTTPTimeout, the stream then lasts as long as ctx.
+// peer.CallTimeout, the stream then lasts as long as ctx.
 func (n *Node) openWatch(ctx context.Context, r *http.Request, addr string, hops []string) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
@@ -306,13 +307,13 @@ func (n *Node) openWatch(ctx context.Context, r *http.Request, addr string, hops
 		req.Header.Add(api.HeaderForwardedBy, h)
 	}
 	req.Header.Add(api.HeaderForwardedBy, n.cfg.NodeID)
-	headers := time.AfterFunc(nodeHTTPTimeout, cancel)
-	resp, err := (&http.Client{Transport: n.httpc.Transport}).Do(req)
+	headers := time.AfterFunc(peer.CallTimeout, cancel)
+	resp, err := (&http.Client{Transport: n.peers.HTTPClient().Transport}).Do(req)
 	if err != nil || !headers.Stop() {
 		cancel()
 		if err == nil {
 			resp.Body.Close()
-			err = fmt.Errorf("no answer within %s", nodeHTTPTimeout)
+			err = fmt.Errorf("no answer within %s", peer.CallTimeout)
 		}
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -34,7 +35,7 @@ const (
 	// node forwards, so the answer comes back within the node-to-node
 	// client's timeout (a shorter poll is harmless: the worker polls
 	// again).
-	maxForwardedLeaseWait = nodeHTTPTimeout - 5*time.Second
+	maxForwardedLeaseWait = peer.CallTimeout - 5*time.Second
 	// maxWorkerIDTries bounds the draws of a generated worker id that is
 	// already in the ledger.
 	maxWorkerIDTries = 8

@@ -3,12 +3,12 @@ package cluster
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -94,21 +94,10 @@ func reportTarget(t fsm.EventType) fsm.WorkflowStatus {
 	return fsm.WorkflowStatusLeased
 }
 
-// resultCode is the stable wire code of a ledger error (resultCodes), or
-// "error" for one without.
-func resultCode(err error) string {
-	for _, c := range resultCodes {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
-	}
-	return "error"
-}
-
 // rejectedResult is the per-workflow answer to a report that was not, or
 // will not be, applied.
 func rejectedResult(workflow string, err error) api.WorkerReportResult {
-	return api.WorkerReportResult{Workflow: workflow, Outcome: fsm.OutcomeRejected.String(), Code: resultCode(err), Message: err.Error()}
+	return api.WorkerReportResult{Workflow: workflow, Outcome: fsm.OutcomeRejected.String(), Code: peer.ResultCode(err), Message: err.Error()}
 }
 
 // leasesOf turns the view's workflows leased to a worker into the wire

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -113,7 +114,7 @@ func TestWorkerCheckReport(t *testing.T) {
 		dup, err := checkReport(tt.wf, "j/use1/a/0", "w1", tt.fence, tt.t)
 		code := ""
 		if err != nil {
-			code = resultCode(err)
+			code = peer.ResultCode(err)
 		}
 		if dup != tt.dup || code != tt.code {
 			t.Errorf("%s: dup %v, code %q (%v); want dup %v, code %q", tt.name, dup, code, err, tt.dup, tt.code)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -75,7 +76,7 @@ func TestNode_ProposeManyRefusesBadCalls(t *testing.T) {
 	post := func(token string, body []byte) (int, []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), nodeTestWait)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+c.cfg(leader).HTTPAddr+internalProposeManyPath, bytes.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+c.cfg(leader).HTTPAddr+peer.ProposeManyPath, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := c.http.Do(req)
 		if err != nil {
@@ -90,13 +91,13 @@ func TestNode_ProposeManyRefusesBadCalls(t *testing.T) {
 	}
 	for _, body := range [][]byte{nil, {9}, {group.EntryVersion, 2, 1, 'x'}} {
 		status, b := post(testClusterToken, body)
-		var out proposeManyResponse
+		var out peer.ProposeManyResponse
 		if status != http.StatusBadRequest || json.Unmarshal(b, &out) != nil || len(out.Batches) != 1 || out.Batches[0].Error == nil {
 			t.Fatalf("envelope %q: %d %s, want 400 with one error answer", body, status, b)
 		}
 	}
 	status, b := post(testClusterToken, []byte{group.EntryVersion, 1, 1, 'x'})
-	var out proposeManyResponse
+	var out peer.ProposeManyResponse
 	if status != http.StatusOK || json.Unmarshal(b, &out) != nil || len(out.Batches) != 1 || out.Batches[0].Status != http.StatusBadRequest {
 		t.Fatalf("a bad batch in a good envelope: %d %s, want 200 with the batch's 400", status, b)
 	}

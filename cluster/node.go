@@ -21,6 +21,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/members"
+	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -81,11 +82,11 @@ type Node struct {
 	members *members.Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
 	idem    *idempotencyCache
-	live    *liveness    // managers: workers heard from (leader's view)
-	views   *viewBoard   // managers: the regional reconciler's last pass
-	dirty   *dirtySet    // jobs the ledger changed, for the reconcilers (dirty.go)
-	httpc   *http.Client // node-to-node calls
-	watches watchSet     // job watch streams (api_watch.go)
+	live    *liveness   // managers: workers heard from (leader's view)
+	views   *viewBoard  // managers: the regional reconciler's last pass
+	dirty   *dirtySet   // jobs the ledger changed, for the reconcilers (dirty.go)
+	peers   *peer.Peers // node-to-node calls
+	watches watchSet    // job watch streams (api_watch.go)
 	srv     *http.Server
 	ln      net.Listener
 
@@ -153,16 +154,16 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err = n.openRaft(); err != nil {
 		return nil, err
 	}
-	if err = n.openPipeline(); err != nil {
-		return nil, err
-	}
-	n.httpc = newNodeHTTPClient(n.faults, cfg.HTTPAddr)
-	if err = n.serveHTTP(); err != nil {
+	if err = n.listenHTTP(); err != nil {
 		return nil, err
 	}
 	if err = n.startMembership(); err != nil {
 		return nil, err
 	}
+	if err = n.openPipeline(); err != nil {
+		return nil, err
+	}
+	n.serveHTTP()
 	n.bg.Go(n.bootstrap)
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
@@ -175,7 +176,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 }
 
 // GlobalGroup names the gates' Raft group in session tokens and the API.
-const GlobalGroup = "global"
+const GlobalGroup = group.GlobalName
 
 func (n *Node) openClockAndLedger() error {
 	skew := prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_hlc_clock_skew_rejections_total",
@@ -265,13 +266,19 @@ func (n *Node) openPipeline() error {
 	if n.prop, err = group.NewProposer(n.raft.Raft, group.ProposerConfig{Registerer: n.reg}); err != nil {
 		return err
 	}
-	fwd, err := newCoalescer(n.forwardMany, n.reg)
+	role := gossip.RoleManager
+	if n.cfg.Role == RoleGate {
+		role = gossip.RoleGate
+	}
+	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: role, Region: n.cfg.Region, Group: n.group,
+		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.cfg.HTTPAddr, Faults: n.faults, Members: n.members,
+		Proposer: n.prop, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
-	n.bg.Go(func() { fwd.run(n.ctx) })
+	n.bg.Go(func() { n.peers.Run(n.ctx) })
 	n.pipe, err = commit.NewPipeline(commit.PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
-		Forwarder: fwd, OnFatal: n.onFatal, Logger: n.log, Registerer: n.reg})
+		Forwarder: n.peers, OnFatal: n.onFatal, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
@@ -436,6 +443,8 @@ func (n *Node) closeParts() error {
 	var errs []error
 	if n.srv != nil {
 		errs = append(errs, n.srv.Close())
+	} else if n.ln != nil { // listening, never served
+		errs = append(errs, n.ln.Close())
 	}
 	if n.members != nil {
 		errs = append(errs, n.members.Close())
@@ -487,4 +496,10 @@ func trimNewline(p []byte) []byte {
 		p = p[:len(p)-1]
 	}
 	return p
+}
+
+// deliver proposes batch to the Raft group grp (cross-group delivery of
+// the lifecycle), through the node's peers.
+func (n *Node) deliver(ctx context.Context, grp string, batch []byte, _ []string) (group.Proposal, error) {
+	return n.peers.Deliver(ctx, grp, batch)
 }

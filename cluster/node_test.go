@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -113,7 +114,7 @@ func TestNode_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"operator call without scope", "g1", "POST", "/v1/cluster/raft/transfer-leadership", testAcmeToken, "", 403},
 		{"unknown path", "g1", "GET", "/v1/nothing", testAcmeToken, "", 404},
 		{"wrong method", "g1", "DELETE", "/v1/jobs", testAcmeToken, "", 405},
-		{"internal call without cluster token", "g1", "POST", internalProposePath, testAdminToken, "x", 401},
+		{"internal call without cluster token", "g1", "POST", peer.ProposePath, testAdminToken, "x", 401},
 	}
 	waitConverged(c)
 	before := ledgerStates(c)

@@ -184,3 +184,7 @@ func (g *Group) Close() error {
 	err := g.Raft.Shutdown().Error()
 	return errors.Join(err, g.Transport.Close(), g.logStore.Close())
 }
+
+// GlobalName names the gates' Raft group in session tokens, deliveries and
+// the API; a regional group is named by its region.
+const GlobalName = "global"

@@ -1,6 +1,10 @@
-package cluster
+// Package httpx holds the HTTP edge every handler of the node shares: the
+// JSON error envelope (DESIGN §9), strict JSON decoding with a size limit,
+// and JSON answers. It keeps no state and imports no package of the node.
+package httpx
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,13 +35,13 @@ const (
 	CodeInternal        = api.CodeInternal
 )
 
-func badRequest(format string, args ...any) *APIError {
+func BadRequest(format string, args ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
-// writeError renders err as the envelope; errors that are not *APIError
+// WriteError renders err as the envelope; errors that are not *APIError
 // become 500s with their message.
-func writeError(w http.ResponseWriter, err error) {
+func WriteError(w http.ResponseWriter, err error) {
 	var ae *APIError
 	if !errors.As(err, &ae) {
 		ae = &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: err.Error()}
@@ -47,41 +51,41 @@ func writeError(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(api.ErrorEnvelope{Error: ae})
 }
 
-// writeJSON writes v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decodeJSON reads exactly one JSON value of at most limit bytes into v,
+// DecodeJSON reads exactly one JSON value of at most limit bytes into v,
 // refusing unknown fields and trailing data. An oversized body is a 413 that
 // names the limit.
-func decodeJSON(r *http.Request, limit int64, v any) error {
+func DecodeJSON(r *http.Request, limit int64, v any) error {
 	if r.ContentLength > limit {
-		return tooLarge(limit)
+		return TooLarge(limit)
 	}
-	return decodeOne(http.MaxBytesReader(nil, r.Body, limit), limit, v)
+	return DecodeOne(http.MaxBytesReader(nil, r.Body, limit), limit, v)
 }
 
-// decodeOne reads exactly one JSON value from rd into v, refusing unknown
+// DecodeOne reads exactly one JSON value from rd into v, refusing unknown
 // fields and anything after it but whitespace (a closing bracket too).
-func decodeOne(rd io.Reader, limit int64, v any) error {
+func DecodeOne(rd io.Reader, limit int64, v any) error {
 	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err, limit)
+		return JSONError(err, limit)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return jsonError(err, limit)
+			return JSONError(err, limit)
 		}
-		return badRequest("request body holds more than one JSON value")
+		return BadRequest("request body holds more than one JSON value")
 	}
 	return nil
 }
 
-func tooLarge(limit int64) *APIError {
+func TooLarge(limit int64) *APIError {
 	return &APIError{
 		Status:  http.StatusRequestEntityTooLarge,
 		Code:    CodeTooLarge,
@@ -90,21 +94,27 @@ func tooLarge(limit int64) *APIError {
 	}
 }
 
-func jsonError(err error, limit int64) *APIError {
+func JSONError(err error, limit int64) *APIError {
 	var mbe *http.MaxBytesError
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &mbe):
-		return tooLarge(limit)
+		return TooLarge(limit)
 	case errors.Is(err, io.EOF):
-		return badRequest("request body is empty")
+		return BadRequest("request body is empty")
 	case errors.As(err, &se):
-		return badRequest("malformed JSON at byte %d: %v", se.Offset, err)
+		return BadRequest("malformed JSON at byte %d: %v", se.Offset, err)
 	case errors.As(err, &te):
-		return badRequest("field %q: want %s, got %s", te.Field, te.Type, te.Value)
+		return BadRequest("field %q: want %s, got %s", te.Field, te.Type, te.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		return badRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
+		return BadRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return badRequest("malformed JSON: %v", err)
+	return BadRequest("malformed JSON: %v", err)
+}
+
+// DecodeBytes is DecodeOne over a body already read (at most
+// MaxRequestBytes): a forwarded call's body is read once, to relay it.
+func DecodeBytes(b []byte, v any) error {
+	return DecodeOne(bytes.NewReader(b), MaxRequestBytes, v)
 }

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"slices"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/members"
+	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
 )
@@ -29,7 +31,7 @@ import (
 // does no harm.
 
 const (
-	internalDeliverPath = "/internal/v1/deliver"
+	DeliverPath = "/internal/v1/deliver"
 	// maxDeliverHops bounds a relay: manager → gate → gate → manager.
 	maxDeliverHops = 3
 	// deliverCandidates is how many relay peers one attempt tries.
@@ -41,33 +43,33 @@ var ErrNoRoute = errors.New("cluster: no route to group")
 
 // deliver proposes batch to group's Raft group and returns the leader's
 // Proposal. hops lists the nodes that relayed it so far.
-func (n *Node) deliver(ctx context.Context, grp string, batch []byte, hops []string) (group.Proposal, error) {
-	if grp == n.group {
-		if n.raft.IsLeader() {
-			return n.prop.Propose(ctx, batch)
+func (ps *Peers) deliver(ctx context.Context, grp string, batch []byte, hops []string) (group.Proposal, error) {
+	if grp == ps.cfg.Group {
+		if ps.cfg.Proposer.CheckLeader() == nil {
+			return ps.cfg.Proposer.Propose(ctx, batch)
 		}
-		leader := n.prop.Leader()
+		leader := ps.cfg.Proposer.Leader()
 		if leader.ID == "" {
 			return group.Proposal{}, &group.NotLeaderError{Err: fmt.Errorf("group %s has no leader", grp)}
 		}
-		return n.forwardBatch(ctx, leader, batch)
+		return ps.forwardBatch(ctx, leader, batch)
 	}
 	if len(hops) >= maxDeliverHops {
 		return group.Proposal{}, fmt.Errorf("%w %s: relayed by %v already", ErrNoRoute, grp, hops)
 	}
-	peers := n.relayPeers(grp, true)
+	peers := ps.relayPeers(grp, true)
 	if len(peers) == 0 {
 		// Gossip may not have seen a healed link come back yet: try the
 		// nodes it suspects rather than nothing.
-		peers = n.relayPeers(grp, false)
+		peers = ps.relayPeers(grp, false)
 	}
 	peers = slices.DeleteFunc(peers, func(m members.Member) bool { return slices.Contains(hops, m.Meta.NodeID) })
 	if len(peers) == 0 {
-		return group.Proposal{}, fmt.Errorf("%w %s from node %s", ErrNoRoute, grp, n.cfg.NodeID)
+		return group.Proposal{}, fmt.Errorf("%w %s from node %s", ErrNoRoute, grp, ps.cfg.NodeID)
 	}
 	var errs []error
 	for _, m := range peers[:min(len(peers), deliverCandidates)] {
-		p, err := n.relay(ctx, m, grp, batch, append(slices.Clone(hops), n.cfg.NodeID))
+		p, err := ps.relay(ctx, m, grp, batch, append(slices.Clone(hops), ps.cfg.NodeID))
 		if err == nil || errors.Is(err, group.ErrInvalidBatch) || ctx.Err() != nil {
 			return p, err
 		}
@@ -78,18 +80,18 @@ func (n *Node) deliver(ctx context.Context, grp string, batch []byte, hops []str
 
 // relayPeers returns the nodes one hop closer to group: alive ones, or
 // (alive false) every one gossip knows, whatever its state.
-func (n *Node) relayPeers(grp string, alive bool) []members.Member {
+func (ps *Peers) relayPeers(grp string, alive bool) []members.Member {
 	role, region, pool := gossip.RoleGate, grp, members.PoolWAN
 	switch {
-	case n.cfg.Role == RoleManager:
-		region, pool = n.cfg.Region, members.PoolLAN
-	case grp == n.cfg.Region:
+	case ps.cfg.Role == gossip.RoleManager:
+		region, pool = ps.cfg.Region, members.PoolLAN
+	case grp == ps.cfg.Region:
 		role, pool = gossip.RoleManager, members.PoolLAN
 	}
 	var out []members.Member
-	for _, m := range n.members.Members() {
+	for _, m := range ps.cfg.Members.Members() {
 		pm, ok := m.In(pool)
-		if ok && (!alive || pm.Status == members.MemberAlive) && m.Meta.Role == role && m.Meta.Region == region && m.Meta.NodeID != n.cfg.NodeID {
+		if ok && (!alive || pm.Status == members.MemberAlive) && m.Meta.Role == role && m.Meta.Region == region && m.Meta.NodeID != ps.cfg.NodeID {
 			out = append(out, m)
 		}
 	}
@@ -97,9 +99,9 @@ func (n *Node) relayPeers(grp string, alive bool) []members.Member {
 }
 
 // relay sends batch to m's internal deliver endpoint.
-func (n *Node) relay(ctx context.Context, m members.Member, grp string, batch []byte, hops []string) (group.Proposal, error) {
-	u := "http://" + m.Meta.APIAddr + internalDeliverPath + "?group=" + url.QueryEscape(grp)
-	out, status, err := n.postBatch(ctx, u, batch, hops)
+func (ps *Peers) relay(ctx context.Context, m members.Member, grp string, batch []byte, hops []string) (group.Proposal, error) {
+	u := "http://" + m.Meta.APIAddr + DeliverPath + "?group=" + url.QueryEscape(grp)
+	out, status, err := ps.postBatch(ctx, u, batch, hops)
 	switch {
 	case err != nil:
 		return group.Proposal{}, fmt.Errorf("relay to %s via %s: %w", grp, m.Meta.NodeID, err)
@@ -112,31 +114,31 @@ func (n *Node) relay(ctx context.Context, m members.Member, grp string, batch []
 }
 
 // handleDeliver is a relay's or the target group's side of deliver.
-func (n *Node) handleDeliver(w http.ResponseWriter, r *http.Request) {
-	if !n.internalCaller(w, r) {
+func (ps *Peers) handleDeliver(w http.ResponseWriter, r *http.Request) {
+	if !ps.internalCaller(w, r) {
 		return
 	}
 	grp := r.URL.Query().Get("group")
-	if grp != GlobalGroup && !regionPattern.MatchString(grp) {
-		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: fmt.Sprintf("bad group %q", grp)}})
+	if grp != group.GlobalName && !fsm.IsRegion(grp) {
+		httpx.WriteJSON(w, http.StatusBadRequest, ProposeResponse{Error: &api.Error{Code: httpx.CodeBadRequest, Message: fmt.Sprintf("bad group %q", grp)}})
 		return
 	}
 	hops := r.Header.Values(api.HeaderForwardedBy)
-	if slices.Contains(hops, n.cfg.NodeID) {
-		writeJSON(w, http.StatusLoopDetected, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: "relay loop through " + n.cfg.NodeID}})
+	if slices.Contains(hops, ps.cfg.NodeID) {
+		httpx.WriteJSON(w, http.StatusLoopDetected, ProposeResponse{Error: &api.Error{Code: httpx.CodeUnavailable, Message: "relay loop through " + ps.cfg.NodeID}})
 		return
 	}
 	batch, ok := internalBody(w, r, maxInternalBody)
 	if !ok {
 		return
 	}
-	p, err := n.deliver(r.Context(), grp, batch, hops)
+	p, err := ps.deliver(r.Context(), grp, batch, hops)
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)})
+		httpx.WriteJSON(w, http.StatusOK, ProposeResponse{Index: p.Index, Results: encodeResults(p.Results)})
 	case errors.Is(err, group.ErrInvalidBatch):
-		writeJSON(w, http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}})
+		httpx.WriteJSON(w, http.StatusBadRequest, ProposeResponse{Error: &api.Error{Code: httpx.CodeBadRequest, Message: err.Error()}})
 	default:
-		writeJSON(w, http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}})
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, ProposeResponse{Error: &api.Error{Code: httpx.CodeUnavailable, Message: err.Error()}})
 	}
 }

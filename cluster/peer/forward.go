@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
@@ -24,18 +25,18 @@ import (
 
 // Internal API paths and limits.
 const (
-	internalProposePath = "/internal/v1/propose"
-	// internalProposeManyPath takes a follower's coalesced batches: the
-	// body is an entry envelope (entry.go), the answer one proposeResponse
+	ProposePath = "/internal/v1/propose"
+	// ProposeManyPath takes a follower's coalesced batches: the
+	// body is an entry envelope (entry.go), the answer one ProposeResponse
 	// per batch (see coalescer).
-	internalProposeManyPath = "/internal/v1/propose-many"
+	ProposeManyPath = "/internal/v1/propose-many"
 	// maxInternalBody bounds a forwarded batch: one NodeWAL record.
 	maxInternalBody = 1 << 20
 	// maxInternalResponse bounds the answer read back (results of up to
 	// MaxEventsPerBatch events).
 	maxInternalResponse = 8 << 20
-	// nodeHTTPTimeout bounds one node-to-node HTTP call.
-	nodeHTTPTimeout = 15 * time.Second
+	// CallTimeout bounds one node-to-node HTTP call.
+	CallTimeout = 15 * time.Second
 	// nodeIdleConns keeps connections to peers warm: a forwarding follower
 	// sends many concurrent batches to one leader.
 	nodeIdleConns = 256
@@ -58,26 +59,37 @@ func newNodeHTTPClient(faults *faultnet.Faults, httpAddr string) *http.Client {
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return faults.Dial(ctx, addr, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, network, addr) })
 	}
-	return &http.Client{Transport: t, Timeout: nodeHTTPTimeout}
+	return &http.Client{Transport: t, Timeout: CallTimeout}
 }
 
-// proposeResponse is the leader's answer to a forwarded batch. Status is
-// set inside a proposeManyResponse, where it is each batch's own.
-type proposeResponse struct {
+// ProposeResponse is the leader's answer to a forwarded batch. Status is
+// set inside a ProposeManyResponse, where it is each batch's own.
+type ProposeResponse struct {
 	Status  int          `json:"status,omitempty"`
 	Index   uint64       `json:"index"`
-	Results []resultWire `json:"results"`
+	Results []ResultWire `json:"results"`
 	Leader  string       `json:"leader,omitempty"` // on 421: the leader this node knows
 	Error   *api.Error   `json:"error,omitempty"`
 }
 
-// resultWire is an fsm.Result on the wire; Code names the fsm sentinel
+// ResultWire is an fsm.Result on the wire; Code names the fsm sentinel
 // error so the receiving side rebuilds an error errors.Is recognises.
-type resultWire struct {
+type ResultWire struct {
 	Outcome uint8  `json:"outcome"`
 	Seq     uint64 `json:"seq,omitempty"`
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+}
+
+// ResultCode is the stable wire code of a ledger error (resultCodes), or
+// "error" for one without.
+func ResultCode(err error) string {
+	for _, c := range resultCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return "error"
 }
 
 // resultCodes maps fsm's sentinel errors to stable wire codes.
@@ -104,10 +116,10 @@ type wireResultError struct {
 func (e *wireResultError) Error() string { return e.msg }
 func (e *wireResultError) Unwrap() error { return e.sentinel }
 
-func encodeResults(rs []fsm.Result) []resultWire {
-	out := make([]resultWire, len(rs))
+func encodeResults(rs []fsm.Result) []ResultWire {
+	out := make([]ResultWire, len(rs))
 	for i, r := range rs {
-		out[i] = resultWire{Outcome: uint8(r.Outcome), Seq: r.Seq}
+		out[i] = ResultWire{Outcome: uint8(r.Outcome), Seq: r.Seq}
 		if r.Err != nil {
 			out[i].Message, out[i].Code = r.Err.Error(), "error"
 			for _, c := range resultCodes {
@@ -121,7 +133,7 @@ func encodeResults(rs []fsm.Result) []resultWire {
 	return out
 }
 
-func decodeResults(ws []resultWire) []fsm.Result {
+func decodeResults(ws []ResultWire) []fsm.Result {
 	out := make([]fsm.Result, len(ws))
 	for i, w := range ws {
 		out[i] = fsm.Result{Outcome: fsm.Outcome(w.Outcome), Seq: w.Seq}
@@ -141,12 +153,12 @@ func decodeResults(ws []resultWire) []fsm.Result {
 // forwardBatch is the pipeline's Forwarder: it sends batch to the leader's
 // internal API. Every failure but an invalid batch is retried by the
 // pipeline.
-func (n *Node) forwardBatch(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error) {
-	u, err := n.leaderURL(leader, internalProposePath)
+func (ps *Peers) forwardBatch(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error) {
+	u, err := ps.leaderURL(leader, ProposePath)
 	if err != nil {
 		return group.Proposal{}, err
 	}
-	out, status, err := n.postBatch(ctx, u, batch, []string{n.cfg.NodeID})
+	out, status, err := ps.postBatch(ctx, u, batch, []string{ps.cfg.NodeID})
 	if err != nil {
 		return group.Proposal{}, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
@@ -155,8 +167,8 @@ func (n *Node) forwardBatch(ctx context.Context, leader group.Leader, batch []by
 
 // leaderURL is path on the leader's internal API, at the address gossip
 // knows for it; a *NotLeaderError (retried) when gossip does not.
-func (n *Node) leaderURL(leader group.Leader, path string) (string, error) {
-	m, ok := n.members.Lookup(leader.ID)
+func (ps *Peers) leaderURL(leader group.Leader, path string) (string, error) {
+	m, ok := ps.cfg.Members.Lookup(leader.ID)
 	if !ok || m.Meta.APIAddr == "" {
 		return "", &group.NotLeaderError{Leader: leader, Err: fmt.Errorf("leader %s not known to gossip", leader.ID)}
 	}
@@ -165,7 +177,7 @@ func (n *Node) leaderURL(leader group.Leader, path string) (string, error) {
 
 // proposal turns the leader's answer with its status into the proposal
 // or the error the pipeline acts on (see Forwarder).
-func (r *proposeResponse) proposal(leader group.Leader, status int) (group.Proposal, error) {
+func (r *ProposeResponse) proposal(leader group.Leader, status int) (group.Proposal, error) {
 	switch {
 	case status == http.StatusOK:
 		return group.Proposal{Index: r.Index, Results: decodeResults(r.Results)}, nil
@@ -178,30 +190,30 @@ func (r *proposeResponse) proposal(leader group.Leader, status int) (group.Propo
 	}
 }
 
-// proposeManyResponse is the leader's answer to a coalesced forward.
-type proposeManyResponse struct {
-	Batches []proposeResponse `json:"batches"`
+// ProposeManyResponse is the leader's answer to a coalesced forward.
+type ProposeManyResponse struct {
+	Batches []ProposeResponse `json:"batches"`
 }
 
 // forwardMany is the coalescer's call: batches to the leader's
 // propose-many endpoint in one request.
-func (n *Node) forwardMany(ctx context.Context, leader group.Leader, batches [][]byte) ([]forwardOutcome, error) {
+func (ps *Peers) forwardMany(ctx context.Context, leader group.Leader, batches [][]byte) ([]forwardOutcome, error) {
 	if len(batches) == 1 { // the single-batch endpoint skips the envelope
-		out, err := n.forwardBatch(ctx, leader, batches[0])
+		out, err := ps.forwardBatch(ctx, leader, batches[0])
 		return []forwardOutcome{{out, err}}, nil
 	}
-	u, err := n.leaderURL(leader, internalProposeManyPath)
+	u, err := ps.leaderURL(leader, ProposeManyPath)
 	if err != nil {
 		return nil, err
 	}
 	body := group.AppendEntry(make([]byte, 0, group.EncodedEntryLen(batches)), batches)
-	var out proposeManyResponse
-	status, err := n.postInternal(ctx, u, body, []string{n.cfg.NodeID}, &out)
+	var out ProposeManyResponse
+	status, err := ps.postInternal(ctx, u, body, []string{ps.cfg.NodeID}, &out)
 	if err != nil {
 		return nil, fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
 	if status != http.StatusOK {
-		var whole proposeResponse
+		var whole ProposeResponse
 		if len(out.Batches) > 0 {
 			whole = out.Batches[0]
 		}
@@ -221,25 +233,25 @@ func (n *Node) forwardMany(ctx context.Context, leader group.Leader, batches [][
 // postBatch sends an encoded batch to another node's internal endpoint
 // u, with the cluster token and the relaying nodes in hops, and decodes
 // its answer.
-func (n *Node) postBatch(ctx context.Context, u string, batch []byte, hops []string) (proposeResponse, int, error) {
-	var out proposeResponse
-	status, err := n.postInternal(ctx, u, batch, hops, &out)
+func (ps *Peers) postBatch(ctx context.Context, u string, batch []byte, hops []string) (ProposeResponse, int, error) {
+	var out ProposeResponse
+	status, err := ps.postInternal(ctx, u, batch, hops, &out)
 	return out, status, err
 }
 
 // postInternal posts body to another node's internal endpoint u and
 // decodes the JSON answer into out.
-func (n *Node) postInternal(ctx context.Context, u string, body []byte, hops []string, out any) (int, error) {
+func (ps *Peers) postInternal(ctx context.Context, u string, body []byte, hops []string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
+	req.Header.Set("Authorization", "Bearer "+ps.cfg.ClusterToken)
 	req.Header.Set("Content-Type", "application/octet-stream")
 	for _, h := range hops {
 		req.Header.Add(api.HeaderForwardedBy, h)
 	}
-	resp, err := n.httpc.Do(req)
+	resp, err := ps.httpc.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -251,7 +263,7 @@ func (n *Node) postInternal(ctx context.Context, u string, body []byte, hops []s
 }
 
 // message is the error an answer carries, or its status text.
-func (r *proposeResponse) message(status int) string {
+func (r *ProposeResponse) message(status int) string {
 	if r.Error != nil {
 		return r.Error.Message
 	}
@@ -259,9 +271,9 @@ func (r *proposeResponse) message(status int) string {
 }
 
 // internalCaller answers 401 unless r carries the cluster token.
-func (n *Node) internalCaller(w http.ResponseWriter, r *http.Request) bool {
-	if !auth.PeerTokenOK(r, n.cfg.ClusterToken) {
-		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "internal call without the cluster token"})
+func (ps *Peers) internalCaller(w http.ResponseWriter, r *http.Request) bool {
+	if !auth.PeerTokenOK(r, ps.cfg.ClusterToken) {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusUnauthorized, Code: httpx.CodeUnauthenticated, Message: "internal call without the cluster token"})
 		return false
 	}
 	return true
@@ -272,48 +284,48 @@ func (n *Node) internalCaller(w http.ResponseWriter, r *http.Request) bool {
 func internalBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		writeError(w, tooLarge(limit))
+		httpx.WriteError(w, httpx.TooLarge(limit))
 		return nil, false
 	}
 	return body, true
 }
 
 // handlePropose is the leader's side of forwardBatch.
-func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
-	if !n.internalCaller(w, r) {
+func (ps *Peers) handlePropose(w http.ResponseWriter, r *http.Request) {
+	if !ps.internalCaller(w, r) {
 		return
 	}
 	batch, ok := internalBody(w, r, maxInternalBody)
 	if !ok {
 		return
 	}
-	p, err := n.prop.Propose(r.Context(), batch)
+	p, err := ps.cfg.Proposer.Propose(r.Context(), batch)
 	status, resp := proposeAnswer(p, err)
-	writeJSON(w, status, resp)
+	httpx.WriteJSON(w, status, resp)
 }
 
 // proposeAnswer is the status and answer for one batch's outcome on the
 // leader.
-func proposeAnswer(p group.Proposal, err error) (int, proposeResponse) {
+func proposeAnswer(p group.Proposal, err error) (int, ProposeResponse) {
 	var nle *group.NotLeaderError
 	switch {
 	case err == nil:
-		return http.StatusOK, proposeResponse{Index: p.Index, Results: encodeResults(p.Results)}
+		return http.StatusOK, ProposeResponse{Index: p.Index, Results: encodeResults(p.Results)}
 	case errors.As(err, &nle):
-		return http.StatusMisdirectedRequest, proposeResponse{Leader: nle.Leader.ID,
-			Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}}
+		return http.StatusMisdirectedRequest, ProposeResponse{Leader: nle.Leader.ID,
+			Error: &api.Error{Code: httpx.CodeUnavailable, Message: err.Error()}}
 	case errors.Is(err, group.ErrInvalidBatch):
-		return http.StatusBadRequest, proposeResponse{Error: &api.Error{Code: CodeBadRequest, Message: err.Error()}}
+		return http.StatusBadRequest, ProposeResponse{Error: &api.Error{Code: httpx.CodeBadRequest, Message: err.Error()}}
 	default:
-		return http.StatusServiceUnavailable, proposeResponse{Error: &api.Error{Code: CodeUnavailable, Message: err.Error()}}
+		return http.StatusServiceUnavailable, ProposeResponse{Error: &api.Error{Code: httpx.CodeUnavailable, Message: err.Error()}}
 	}
 }
 
 // handleProposeMany is the leader's side of forwardMany: 200 with one
 // answer (and status) per batch, or one whole-call answer as the only
 // element with the call's status (not the leader, malformed envelope).
-func (n *Node) handleProposeMany(w http.ResponseWriter, r *http.Request) {
-	if !n.internalCaller(w, r) {
+func (ps *Peers) handleProposeMany(w http.ResponseWriter, r *http.Request) {
+	if !ps.internalCaller(w, r) {
 		return
 	}
 	body, ok := internalBody(w, r, group.MaxEntryBytes)
@@ -323,20 +335,20 @@ func (n *Node) handleProposeMany(w http.ResponseWriter, r *http.Request) {
 	batches, err := group.DecodeEntry(body)
 	if err != nil {
 		status, resp := proposeAnswer(group.Proposal{}, fmt.Errorf("%w: %w", group.ErrInvalidBatch, err))
-		writeJSON(w, status, proposeManyResponse{Batches: []proposeResponse{resp}})
+		httpx.WriteJSON(w, status, ProposeManyResponse{Batches: []ProposeResponse{resp}})
 		return
 	}
-	if err := n.prop.CheckLeader(); err != nil {
+	if err := ps.cfg.Proposer.CheckLeader(); err != nil {
 		status, resp := proposeAnswer(group.Proposal{}, err)
-		writeJSON(w, status, proposeManyResponse{Batches: []proposeResponse{resp}})
+		httpx.WriteJSON(w, status, ProposeManyResponse{Batches: []ProposeResponse{resp}})
 		return
 	}
-	props, errs := n.prop.ProposeMany(r.Context(), batches)
-	out := proposeManyResponse{Batches: make([]proposeResponse, len(batches))}
+	props, errs := ps.cfg.Proposer.ProposeMany(r.Context(), batches)
+	out := ProposeManyResponse{Batches: make([]ProposeResponse, len(batches))}
 	for i := range batches {
 		status, resp := proposeAnswer(props[i], errs[i])
 		resp.Status = status
 		out.Batches[i] = resp
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }

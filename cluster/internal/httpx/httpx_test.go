@@ -1,4 +1,4 @@
-package cluster
+package httpx
 
 import (
 	"encoding/json"
@@ -35,12 +35,12 @@ func TestDecodeJSON_BadInputGetsTheRightEnvelope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
 			var v sample
-			err := decodeJSON(r, tt.limit, &v)
+			err := DecodeJSON(r, tt.limit, &v)
 			if tt.wantStatus != http.StatusRequestEntityTooLarge {
 				// A body already read decodes by the same rules.
 				var again sample
-				if berr := decodeStrictBytes([]byte(tt.body), &again); (berr == nil) != (err == nil) || again != v {
-					t.Fatalf("decodeStrictBytes: %+v, %v; decodeJSON: %+v, %v", again, berr, v, err)
+				if berr := DecodeBytes([]byte(tt.body), &again); (berr == nil) != (err == nil) || again != v {
+					t.Fatalf("DecodeBytes: %+v, %v; DecodeJSON: %+v, %v", again, berr, v, err)
 				}
 			}
 			if tt.wantStatus == 0 {
@@ -50,7 +50,7 @@ func TestDecodeJSON_BadInputGetsTheRightEnvelope(t *testing.T) {
 				return
 			}
 			rec := httptest.NewRecorder()
-			writeError(rec, err)
+			WriteError(rec, err)
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status %d, want %d (%v)", rec.Code, tt.wantStatus, err)
 			}
@@ -69,7 +69,7 @@ func TestDecodeJSON_BadInputGetsTheRightEnvelope(t *testing.T) {
 
 func TestWriteError_PlainErrorIs500(t *testing.T) {
 	rec := httptest.NewRecorder()
-	writeError(rec, http.ErrHandlerTimeout)
+	WriteError(rec, http.ErrHandlerTimeout)
 	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package peer
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 )
 
 // fakeLeader stands in for the leader's propose-many endpoint (fault
@@ -208,7 +209,7 @@ func TestCoalescer_HungLeaderDoesNotHoldBackAnother(t *testing.T) {
 	fillSlots(t, c, f, nil)
 	go func() { _, _ = c.Forward(context.Background(), group.Leader{ID: "m1"}, []byte("stuck")) }()
 	waitQueued(t, c, 1)
-	out, err := c.Forward(testCtx(t), group.Leader{ID: "m2"}, []byte("abcd"))
+	out, err := c.Forward(testkit.Ctx(t), group.Leader{ID: "m2"}, []byte("abcd"))
 	if err != nil || out.Index != 4 {
 		t.Fatalf("forward to m2 while m1's calls hang: %+v, %v", out, err)
 	}

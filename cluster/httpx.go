@@ -1,0 +1,30 @@
+package cluster
+
+import "github.com/strata-ledger/strata/cluster/internal/httpx"
+
+// The HTTP edge the handlers of this package share (cluster/internal/httpx).
+type APIError = httpx.APIError
+
+const (
+	MaxRequestBytes     = httpx.MaxRequestBytes
+	CodeBadRequest      = httpx.CodeBadRequest
+	CodeTooLarge        = httpx.CodeTooLarge
+	CodeUnauthenticated = httpx.CodeUnauthenticated
+	CodeForbidden       = httpx.CodeForbidden
+	CodeNotFound        = httpx.CodeNotFound
+	CodeConflict        = httpx.CodeConflict
+	CodeUnavailable     = httpx.CodeUnavailable
+	CodeTimeout         = httpx.CodeTimeout
+	CodeInternal        = httpx.CodeInternal
+)
+
+var (
+	badRequest        = httpx.BadRequest
+	writeError        = httpx.WriteError
+	writeJSON         = httpx.WriteJSON
+	decodeJSON        = httpx.DecodeJSON
+	decodeOne         = httpx.DecodeOne
+	tooLarge          = httpx.TooLarge
+	decodeStrictBytes = httpx.DecodeBytes
+	jsonError         = httpx.JSONError
+)
