@@ -13,7 +13,6 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
-	"github.com/strata-ledger/strata/transport/gossip"
 )
 
 // POST /v1/events:batch: many events in one request (load tools). Job
@@ -76,11 +75,7 @@ func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
 			writeError(w, badRequest("workflow events of region %s go to a manager of %s; this is %s of %s", region, region, n.cfg.NodeID, n.cfg.Region))
 			return
 		}
-		want := gossip.RoleGate
-		if role == RoleManager {
-			want = gossip.RoleManager
-		}
-		n.forwardToRole(w, r, body, want)
+		n.forwardToRole(w, r, body, role)
 		return
 	}
 	if err := n.stampEvents(p, req.Events); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
-	"github.com/strata-ledger/strata/transport/gossip"
 )
 
 // Job endpoints. Jobs live in the global ledger: a manager forwards every
@@ -45,7 +44,7 @@ func (n *Node) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, err)
 		return true
 	}
-	n.forwardToRole(w, r, body, gossip.RoleGate)
+	n.forwardToRole(w, r, body, RoleGate)
 	return true
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
-	"github.com/strata-ledger/strata/transport/gossip"
 )
 
 // Reads at the consistency the caller asks for (DESIGN §8,
@@ -144,7 +143,7 @@ func (n *Node) forwardToLeader(w http.ResponseWriter, r *http.Request, body []by
 
 // lanPeers returns the alive members of this node's LAN pool with role (and
 // region, when not empty), this node excluded.
-func (n *Node) lanPeers(role gossip.Role, region string) []members.Member {
+func (n *Node) lanPeers(role Role, region string) []members.Member {
 	var out []members.Member
 	for _, m := range n.members.Members() {
 		pm, ok := m.In(members.PoolLAN)
@@ -161,7 +160,7 @@ func (n *Node) lanPeers(role gossip.Role, region string) []members.Member {
 // forwardToRole sends r to a node of role in this node's region (a manager
 // forwarding job calls to its region's gate; a gate forwarding workflow
 // events to a manager).
-func (n *Node) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte, role gossip.Role) {
+func (n *Node) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte, role Role) {
 	peers := n.lanPeers(role, n.cfg.Region)
 	if len(peers) == 0 {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,

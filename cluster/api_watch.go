@@ -16,7 +16,6 @@ import (
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
-	"github.com/strata-ledger/strata/transport/gossip"
 )
 
 // GET /v1/jobs/{id}/watch: the job's state as server-sent events. A gate
@@ -267,7 +266,7 @@ func (n *Node) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 			Message: fmt.Sprintf("node %s cannot serve this watch and it was already forwarded by %s", n.cfg.NodeID, strings.Join(hops, ", "))})
 		return
 	}
-	peers := n.lanPeers(gossip.RoleGate, n.cfg.Region)
+	peers := n.lanPeers(RoleGate, n.cfg.Region)
 	if len(peers) == 0 {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 			Message: fmt.Sprintf("node %s (%s) forwards watches to a gate of region %s, and none is alive", n.cfg.NodeID, n.cfg.Role, n.cfg.Region)})

@@ -11,7 +11,6 @@ import (
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
-	"github.com/strata-ledger/strata/transport/gossip"
 )
 
 // The worker control plane (DESIGN §9, §10): heartbeat and lease
@@ -67,7 +66,7 @@ func (n *Node) workerAuth(w http.ResponseWriter, r *http.Request) bool {
 func (n *Node) forwardWorkerCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	switch {
 	case n.cfg.Role == RoleGate:
-		n.forwardToRole(w, r, body, gossip.RoleManager)
+		n.forwardToRole(w, r, body, RoleManager)
 	case !n.raft.IsLeader():
 		n.forwardToLeader(w, r, body, "worker calls are served by the regional leader")
 	default:

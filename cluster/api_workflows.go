@@ -5,7 +5,6 @@ import (
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
-	"github.com/strata-ledger/strata/transport/gossip"
 )
 
 // handleJobWorkflows lists a job's workflows in this node's region
@@ -23,7 +22,7 @@ func (n *Node) handleJobWorkflows(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n.cfg.Role == RoleGate {
-		n.forwardToRole(w, r, nil, gossip.RoleManager)
+		n.forwardToRole(w, r, nil, RoleManager)
 		return
 	}
 	if _, ok := n.readJob(w, r, p, id); !ok {

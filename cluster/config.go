@@ -9,15 +9,18 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/gossip"
 )
 
-// Role is what a node does in the cluster (DESIGN §1).
-type Role string
+// Role is what a node does in the cluster (DESIGN §1): gossip's role, the
+// one role type of the node. Workers are not nodes: they never run an agent.
+type Role = gossip.Role
 
-// Node roles. Workers are not nodes: they never run an agent.
+// Node roles.
 const (
-	RoleGate    Role = "gate"
-	RoleManager Role = "manager"
+	RoleGate    = gossip.RoleGate
+	RoleManager = gossip.RoleManager
 )
 
 // Defaults of NodeConfig.
@@ -39,7 +42,6 @@ const (
 )
 
 var (
-	regionPattern = regexp.MustCompile(`^[a-z][a-z0-9]{1,15}$`)
 	nodeIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 )
 
@@ -112,7 +114,7 @@ func (c *NodeConfig) Validate() error {
 	if c.Role != RoleGate && c.Role != RoleManager {
 		bad("role", "%q must be %q or %q", c.Role, RoleGate, RoleManager)
 	}
-	if !regionPattern.MatchString(c.Region) {
+	if !fsm.IsRegion(c.Region) {
 		bad("region", "%q must be a short lowercase code such as use1", c.Region)
 	}
 	if c.DataDir == "" {

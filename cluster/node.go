@@ -266,11 +266,7 @@ func (n *Node) openPipeline() error {
 	if n.prop, err = group.NewProposer(n.raft.Raft, group.ProposerConfig{Registerer: n.reg}); err != nil {
 		return err
 	}
-	role := gossip.RoleManager
-	if n.cfg.Role == RoleGate {
-		role = gossip.RoleGate
-	}
-	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: role, Region: n.cfg.Region, Group: n.group,
+	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.group,
 		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.cfg.HTTPAddr, Faults: n.faults, Members: n.members,
 		Proposer: n.prop, Registerer: n.reg})
 	if err != nil {
@@ -291,14 +287,13 @@ func (n *Node) openPipeline() error {
 func (n *Node) watchLeader() { n.raft.WatchLeader(n.ctx, n.pipe.LeaderChanged) }
 
 func (n *Node) startMembership() error {
-	role := gossip.RoleManager
 	var wanAddr string
 	var wanSeeds []string
 	if n.cfg.Role == RoleGate {
-		role, wanAddr, wanSeeds = gossip.RoleGate, n.cfg.GossipWANAddr, n.cfg.JoinWAN
+		wanAddr, wanSeeds = n.cfg.GossipWANAddr, n.cfg.JoinWAN
 	}
 	mc := members.Config{
-		Self: gossip.Meta{Role: role, Region: n.cfg.Region, NodeID: n.cfg.NodeID, APIAddr: n.ln.Addr().String(),
+		Self: gossip.Meta{Role: n.cfg.Role, Region: n.cfg.Region, NodeID: n.cfg.NodeID, APIAddr: n.ln.Addr().String(),
 			RaftAddr: n.raft.LocalAddr(), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
 		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
 		Logger: n.log, Registerer: n.reg, LANTimings: n.opts.LANTimings, WANTimings: n.opts.WANTimings,
@@ -320,12 +315,8 @@ func (n *Node) bootstrap() {
 	if n.raft.HadState {
 		return
 	}
-	role := gossip.RoleManager
-	if n.cfg.Role == RoleGate {
-		role = gossip.RoleGate
-	}
 	for n.ctx.Err() == nil {
-		peers, err := n.members.WaitForPeers(n.ctx, role, n.cfg.Region, n.cfg.BootstrapExpect)
+		peers, err := n.members.WaitForPeers(n.ctx, n.cfg.Role, n.cfg.Region, n.cfg.BootstrapExpect)
 		if err != nil {
 			if n.ctx.Err() == nil {
 				n.log.Warn("bootstrap: waiting for peers", "err", err)

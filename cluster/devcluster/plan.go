@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/strata-ledger/strata/cluster"
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/fsm"
 )
 
 // Defaults of Options; the zero value of a field means its default. The
@@ -58,10 +58,6 @@ const (
 
 // Scopes of the dev cluster's one API token: everything, on every tenant.
 var tokenScopes = []string{string(auth.ScopeOperator), string(auth.ScopeJobsRead), string(auth.ScopeJobsWrite)}
-
-// regionPattern is the region rule of cluster.NodeConfig, checked here too
-// so a bad region is named once rather than once per node.
-var regionPattern = regexp.MustCompile(`^[a-z][a-z0-9]{1,15}$`)
 
 // ErrBadOptions wraps every error of Options.Validate.
 var ErrBadOptions = errors.New("bad dev cluster options")
@@ -142,7 +138,7 @@ func (o Options) validate(withTokens bool) error {
 		bad("%d regions: at most %d", len(o.Regions), maxRegions)
 	}
 	for i, r := range o.Regions {
-		if !regionPattern.MatchString(r) {
+		if !fsm.IsRegion(r) {
 			bad("region %q must be a short lowercase code such as use1", r)
 		}
 		if slices.Contains(o.Regions[:i], r) {

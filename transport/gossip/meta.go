@@ -12,26 +12,36 @@ import (
 // validate.
 var ErrInvalidMeta = errors.New("gossip: invalid node metadata")
 
-// Role is what a node does in the cluster (DESIGN §1). Its values are on the
-// wire: never change them.
-type Role uint8
+// Role is what a node does in the cluster (DESIGN §1): the one role type
+// of the node, from its configuration ("gate", "manager") to gossip. On
+// the wire it is one byte (roleCodes); never change those values.
+type Role string
 
 // Roles that gossip. Workers never join a memberlist pool.
 const (
-	RoleGate    Role = 1
-	RoleManager Role = 2
+	RoleGate    Role = "gate"
+	RoleManager Role = "manager"
 )
 
-// String returns "gate" or "manager".
-func (r Role) String() string {
-	switch r {
-	case RoleGate:
-		return "gate"
-	case RoleManager:
-		return "manager"
+// roleCodes are the wire bytes of the roles. Never change them.
+var roleCodes = map[Role]byte{RoleGate: 1, RoleManager: 2}
+
+// code is r's wire byte; 0 (invalid) for a role that has none.
+func (r Role) code() byte { return roleCodes[r] }
+
+// roleOfCode is the role of a wire byte; an unknown byte gives a role
+// that Validate refuses.
+func roleOfCode(b byte) Role {
+	for r, c := range roleCodes {
+		if c == b {
+			return r
+		}
 	}
-	return fmt.Sprintf("role(%d)", uint8(r))
+	return Role(fmt.Sprintf("role(%d)", b))
 }
+
+// String returns "gate" or "manager".
+func (r Role) String() string { return string(r) }
 
 // ParseRole parses "gate" or "manager".
 func ParseRole(s string) (Role, error) {
@@ -41,7 +51,7 @@ func ParseRole(s string) (Role, error) {
 	case "manager":
 		return RoleManager, nil
 	}
-	return 0, fmt.Errorf("%w: unknown role %q", ErrInvalidMeta, s)
+	return "", fmt.Errorf("%w: unknown role %q", ErrInvalidMeta, s)
 }
 
 // Meta is the metadata a node gossips about itself.
@@ -115,7 +125,7 @@ func metaOf(role Role, s [6]string) Meta {
 // that addresses are host:port.
 func (m Meta) Validate() error {
 	if m.Role != RoleGate && m.Role != RoleManager {
-		return fmt.Errorf("%w: %v", ErrInvalidMeta, m.Role)
+		return fmt.Errorf("%w: role %q", ErrInvalidMeta, m.Role)
 	}
 	values := m.strings()
 	for i, spec := range fieldSpecs() {
@@ -153,7 +163,7 @@ func (m Meta) AppendBinary(b []byte) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return b, err
 	}
-	b = append(b, MetaFormatV1, byte(m.Role))
+	b = append(b, MetaFormatV1, m.Role.code())
 	for _, v := range m.strings() {
 		b = append(b, byte(len(v)))
 		b = append(b, v...)
@@ -190,7 +200,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if version == MetaFormatV1 && len(rest) != 0 {
 		return Meta{}, fmt.Errorf("%w: %d trailing bytes after a v1 record", ErrInvalidMeta, len(rest))
 	}
-	m := metaOf(Role(b[1]), values)
+	m := metaOf(roleOfCode(b[1]), values)
 	if err := m.Validate(); err != nil {
 		return Meta{}, err
 	}

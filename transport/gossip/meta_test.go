@@ -151,7 +151,7 @@ func TestMeta_EncodeRejectsInvalid(t *testing.T) {
 		name   string
 		change func(*Meta)
 	}{
-		{"no role", func(m *Meta) { m.Role = 0 }},
+		{"no role", func(m *Meta) { m.Role = "" }},
 		{"no node id", func(m *Meta) { m.NodeID = "" }},
 		{"no version", func(m *Meta) { m.Version = "" }},
 		{"region too long", func(m *Meta) { m.Region = strings.Repeat("r", MaxRegionBytes+1) }},
@@ -222,7 +222,7 @@ func TestMetaDelegate_ServesCurrentMeta(t *testing.T) {
 func encodeUnchecked(change func(*Meta)) []byte {
 	m := validMeta()
 	change(&m)
-	b := []byte{MetaFormatV1, byte(m.Role)}
+	b := []byte{MetaFormatV1, m.Role.code()}
 	for _, v := range m.strings() {
 		b = append(b, byte(len(v)))
 		b = append(b, v...)
