@@ -100,8 +100,7 @@ func (n *Node) raftStatus() (api.RaftGroup, error) {
 		"last": uint64(n.wal.LastLSN()), "regional": uint64(marks.Regional), "global": uint64(marks.Global),
 		"applied": uint64(marks.Applied), "compacted": uint64(marks.Compacted), "tier": uint64(n.pipe.Watermark()),
 	}
-	if f := n.forwarders.Load(); f != nil && n.raft.IsLeader() {
-		st := f.Status()
+	if st, ok := n.life.ForwarderStatus(); ok && n.raft.IsLeader() {
 		g.Forwarder = &st
 	}
 	return g, nil

@@ -16,8 +16,8 @@ import (
 // The worker control plane (DESIGN §9, §10): heartbeat and lease
 // long-poll (here), registration (api_workers_register.go) and reports
 // (api_workers_report.go). Worker calls are served by the regional
-// leader, which keeps the workers' liveness (n.live) and the reconciler's
-// view (n.views): a gate forwards a worker call to a manager of its
+// leader, which keeps the workers' liveness and the reconciler's
+// view (n.life): a gate forwards a worker call to a manager of its
 // region, a follower manager to its leader. Every call from a worker the
 // ledger holds as active renews its liveness. Nothing here waits on a
 // worker: each call answers as soon as the manager has done its part.
@@ -131,7 +131,7 @@ func (n *Node) activeWorker(id string) (*fsm.WorkerState, error) {
 	if ws == nil || !ws.Active {
 		return nil, n.unknownWorker(id)
 	}
-	n.live.Touch(id)
+	n.life.Touch(id)
 	return ws, nil
 }
 
@@ -238,8 +238,8 @@ func (n *Node) handleLeases(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
-	v := n.views.after(ctx, index)
-	n.live.Touch(id)
+	v := n.life.LeaseView(ctx, index)
+	n.life.Touch(id)
 	n.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, api.LeaseList{Index: v.Index, Leases: leasesOf(v.Leases[id])})
 }

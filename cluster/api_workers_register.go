@@ -70,7 +70,7 @@ func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	n.live.Touch(req.WorkerID)
+	n.life.Touch(req.WorkerID)
 	w.Header().Set("Location", "/v1/workers/"+req.WorkerID)
 	writeJSON(w, http.StatusCreated, n.registerResponse(req.WorkerID, req.Capacity, n.writeResponse(w, res, ts)))
 }
@@ -126,7 +126,7 @@ func (n *Node) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState, r
 			Details: map[string]any{"worker": cur.ID, "region": cur.Region, "capacity": cur.Capacity}})
 		return
 	}
-	n.live.Touch(cur.ID)
+	n.life.Touch(cur.ID)
 	w.Header().Set("Location", "/v1/workers/"+cur.ID)
 	writeJSON(w, http.StatusOK, n.registerResponse(cur.ID, cur.Capacity, api.WriteResponse{Durability: n.tier.String(), HLC: cur.HLC}))
 }
@@ -168,6 +168,6 @@ func (n *Node) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	n.live.Forget(id)
+	n.life.Forget(id)
 	writeJSON(w, http.StatusOK, n.writeResponse(w, res, ts))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -151,10 +152,8 @@ type workerEnv struct {
 
 // lastHeard is when the leader last heard from worker id (zero if never).
 func (e *workerEnv) lastHeard(id string) time.Time {
-	l := e.leader().live
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.last[id]
+	t, _ := e.leader().life.LastHeard(id)
+	return t
 }
 
 // leader is the regional leader now (it may have moved since e.lead was
@@ -515,7 +514,7 @@ func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
 	n := e.leader()
 	a := e.dispatch(t, "ls-a", "w1", 1)
 	b := e.dispatch(t, "ls-b", "w1", 1)
-	n.views.publish(&regionView{Index: 100, Leases: map[string][]*fsm.WorkflowState{"w1": {e.workflow(t, b), e.workflow(t, a)}}})
+	n.life.PublishView(&lifecycle.View{Index: 100, Leases: map[string][]*fsm.WorkflowState{"w1": {e.workflow(t, b), e.workflow(t, a)}}})
 
 	get := func(node, worker, query string) (api.LeaseList, time.Duration) {
 		t.Helper()
@@ -579,7 +578,7 @@ func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
 		done <- answer{ll, time.Since(sent), err}
 	}()
 	waitUntil(t, "long poll waiting", func() bool { return !e.lastHeard("w1").Before(sent) })
-	n.views.publish(&regionView{Index: 101, Leases: map[string][]*fsm.WorkflowState{"w1": {e.workflow(t, a)}}})
+	n.life.PublishView(&lifecycle.View{Index: 101, Leases: map[string][]*fsm.WorkflowState{"w1": {e.workflow(t, a)}}})
 	got := <-done
 	if got.err != nil || got.ll.Index != 101 || len(got.ll.Leases) != 1 || got.ll.Leases[0].Workflow != a || got.took > 20*time.Second {
 		t.Fatalf("long poll: %+v after %s (%v)", got.ll, got.took, got.err)
@@ -766,7 +765,7 @@ func testWorkerGoClient(t *testing.T, e *workerEnv) {
 		t.Fatalf("register: %+v %v", reg, err)
 	}
 	wf := e.dispatch(t, "client", "wc", 1)
-	e.leader().views.publish(&regionView{Index: 200, Leases: map[string][]*fsm.WorkflowState{"wc": {e.workflow(t, wf)}}})
+	e.leader().life.PublishView(&lifecycle.View{Index: 200, Leases: map[string][]*fsm.WorkflowState{"wc": {e.workflow(t, wf)}}})
 	ll, _, err := cl.Leases(ctx, "wc", 0, time.Second)
 	if err != nil || ll.Index != 200 || len(ll.Leases) != 1 || ll.Leases[0].Workflow != wf {
 		t.Fatalf("leases: %+v %v", ll, err)

@@ -15,16 +15,18 @@ func TestLeaderTerm_ViewAndForwarderClearedWhenLeadershipEnds(t *testing.T) {
 	old := c.leader(RoleManager)
 	n := c.node(old)
 	c.waitFor(old+"'s view shows w1's lease", func() bool {
-		return len(n.views.current().Leases["w1"]) == 1 && n.forwarders.Load() != nil
+		_, fwd := n.life.ForwarderStatus()
+		return len(n.life.CurrentView().Leases["w1"]) == 1 && fwd
 	})
 	if err := n.raft.Raft.LeadershipTransfer().Error(); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("another manager leads", func() bool { return c.leader(RoleManager) != old })
 	c.waitFor(old+"'s view and forwarder cleared", func() bool {
-		v := n.views.current()
-		return v.Index == 0 && len(v.Leases) == 0 && n.forwarders.Load() == nil
+		v := n.life.CurrentView()
+		_, fwd := n.life.ForwarderStatus()
+		return v.Index == 0 && len(v.Leases) == 0 && !fwd
 	})
 	next := c.node(c.leader(RoleManager))
-	c.waitFor("the new leader publishes its view", func() bool { return next.views.current().Index > 0 })
+	c.waitFor("the new leader publishes its view", func() bool { return next.life.CurrentView().Index > 0 })
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
@@ -82,16 +83,12 @@ type Node struct {
 	members *members.Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
 	idem    *idempotencyCache
-	live    *liveness   // managers: workers heard from (leader's view)
-	views   *viewBoard  // managers: the regional reconciler's last pass
-	dirty   *dirtySet   // jobs the ledger changed, for the reconcilers (dirty.go)
 	peers   *peer.Peers // node-to-node calls
 	watches watchSet    // job watch streams (api_watch.go)
 	srv     *http.Server
 	ln      net.Listener
 
-	fwdMetrics *forwarderMetrics
-	forwarders atomic.Pointer[forwarder] // managers: this term's forwarder
+	life *lifecycle.Lifecycle // reconcilers, forwarder, workers' liveness, lease view (wire_lifecycle.go)
 
 	httpMetrics *httpMetrics
 	readyTerm   atomic.Uint64 // term in which a barrier made strong reads safe
@@ -125,7 +122,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
-		idem: newIdempotencyCache(idempotencyCacheEntries), live: newLiveness(time.Now), views: newViewBoard(), dirty: newDirtySet(dirtyLimit)}
+		idem: newIdempotencyCache(idempotencyCacheEntries)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.tier, n.group = commit.DurabilityRegional, cfg.Region
 	if cfg.Role == RoleGate {
@@ -141,9 +138,6 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := group.BridgeRaftMetrics(n.reg); err != nil {
 		n.log.Warn("raft metrics not exported", "err", err)
-	}
-	if cfg.Role == RoleManager {
-		n.fwdMetrics = newForwarderMetrics(n.reg)
 	}
 	if n.auth, err = auth.NewAuthenticator(cfg.Tokens); err != nil {
 		return nil, err
@@ -168,7 +162,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
 	if !opts.DisableReconcilers {
-		n.bg.Go(n.leaderLoop)
+		n.bg.Go(func() { n.life.Run(n.ctx) })
 	}
 	n.log.Info("node started", "role", cfg.Role, "region", cfg.Region, "api", n.ln.Addr().String(),
 		"raft", n.raft.Transport.LocalAddr(), "had_state", n.raft.HadState)
@@ -200,6 +194,9 @@ func (n *Node) openClockAndLedger() error {
 		return err
 	}
 	n.applied = group.NewAppliedIndex(n.ledger.AppliedIndex())
+	if n.life, err = n.newLifecycle(); err != nil {
+		return err
+	}
 	if n.cfg.Role == RoleGate {
 		n.jobIDs, err = fsm.NewJobIDGenerator(fsm.JobIDConfig{Region: n.cfg.Region, Gate: gateName(n.cfg.NodeID), Clock: n.clock.Now})
 	}
@@ -236,7 +233,7 @@ func (n *Node) openRaft() error {
 		stream = raftnet.WithFaults(layer, n.faults)
 	}
 	lf, err := group.NewFSM(group.FSMConfig{Ledger: n.ledger, Logger: n.log, Registerer: n.reg, OnFatal: n.onFatal,
-		OnApplied: n.applied.Set, Observer: n.dirty})
+		OnApplied: n.applied.Set, Observer: n.life})
 	if err != nil {
 		layer.Close()
 		return err
@@ -487,10 +484,4 @@ func trimNewline(p []byte) []byte {
 		p = p[:len(p)-1]
 	}
 	return p
-}
-
-// deliver proposes batch to the Raft group grp (cross-group delivery of
-// the lifecycle), through the node's peers.
-func (n *Node) deliver(ctx context.Context, grp string, batch []byte, _ []string) (group.Proposal, error) {
-	return n.peers.Deliver(ctx, grp, batch)
 }

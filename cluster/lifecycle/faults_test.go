@@ -1,9 +1,8 @@
-package cluster
+package lifecycle
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -60,6 +59,15 @@ func closedStore(t *testing.T) *boltstore.Store {
 	return st
 }
 
+// pipeSubmitter submits through a commit pipeline at its tier, as the
+// node's wiring does.
+type pipeSubmitter struct{ p *commit.Pipeline }
+
+func (s pipeSubmitter) Submit(ctx context.Context, events []fsm.Event) ([]fsm.Result, error) {
+	res, err := s.p.Submit(ctx, events, commit.DurabilityRegional)
+	return res.Results, err
+}
+
 // A later chunk (a JobAccepted, a JobCancellationAcked) must never land
 // without the earlier chunks it follows from.
 func TestProposeAll_StopsAtTheFirstFailedChunk(t *testing.T) {
@@ -74,12 +82,17 @@ func TestProposeAll_StopsAtTheFirstFailedChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	n := &Node{pipe: p, tier: commit.DurabilityRegional, log: slog.New(slog.DiscardHandler)}
+	cfg := testConfig(true, "use1", closedStore(t), nil, time.Now)
+	cfg.Submitter = pipeSubmitter{p}
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	events, _ := jobEvents(0, maxPlannedPerBatch+10)
 	if chunks, err := chunkEvents(events); err != nil || len(chunks) != 2 {
 		t.Fatalf("want the events in 2 chunks, got %d (%v)", len(chunks), err)
 	}
-	if err := n.proposeAll(t.Context(), events); err == nil {
+	if err := l.proposeAll(t.Context(), events); err == nil {
 		t.Fatal("proposeAll succeeded with its first chunk refused")
 	}
 	if got := cm.proposals(); got != 1 {
@@ -128,16 +141,16 @@ func TestGlobalReconciler_BusyRegionDoesNotDelayNewJobs(t *testing.T) {
 // worker silent: the liveness grace comes from the first pass's read.
 func TestRegionReconciler_LivenessGraceFromTheFirstPass(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
-	side := newIncrSide(t, RoleManager, "use1", func() time.Time { return now })
+	side := newIncrSide(t, false, "use1", func() time.Time { return now })
 	side.index++
-	if _, err := side.n.ledger.Apply(side.index, []fsm.Event{{ID: randomEventID(), Type: fsm.TypeWorkerJoined,
+	if _, err := side.ledger.Apply(side.index, []fsm.Event{{ID: randomEventID(), Type: fsm.TypeWorkerJoined,
 		HLC: hlc.Timestamp{WallMs: now.UnixMilli(), Node: 1}, Region: "use1", Node: "n1", Body: &fsm.WorkerJoined{Worker: "w1", Capacity: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	good := side.n.store
-	side.n.store = closedStore(t) // unreadable while the reconciler is made
-	rr := newRegionReconciler(side.n)
-	side.n.store = good
+	good := side.l.cfg.Store
+	side.l.cfg.Store = closedStore(t) // unreadable while the reconciler is made
+	rr := newRegionReconciler(side.l)
+	side.l.cfg.Store = good
 	events, _, err := rr.plan(now, false)
 	if err != nil {
 		t.Fatal(err)
@@ -163,9 +176,13 @@ func TestForwarder_RetriesReadingItsPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close() // every read of the ledger fails from now on
-	n := &Node{cfg: NodeConfig{Region: "use1", ReconcileInterval: time.Millisecond, BreakerCooldown: time.Second},
-		log: slog.New(slog.DiscardHandler), ledger: led, fwdMetrics: newForwarderMetrics(prometheus.NewRegistry())}
-	f := newForwarder(n)
+	cfg := testConfig(false, "use1", st, led, time.Now)
+	cfg.ReconcileInterval, cfg.BreakerCooldown, cfg.Registerer = time.Millisecond, time.Second, prometheus.NewRegistry()
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newForwarder(l)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); f.run(ctx) }()

@@ -1,9 +1,8 @@
-package cluster
+package lifecycle
 
 import (
 	"sync"
 
-	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -129,7 +128,5 @@ func (d *dirtySet) Entry(results [][]fsm.Result) {
 	}
 }
 
-// Restored implements group.ApplyObserver: a snapshot replaced the state.
+// Restored records that a snapshot replaced the state.
 func (d *dirtySet) Restored() { d.addAll() }
-
-var _ group.ApplyObserver = (*dirtySet)(nil)

@@ -1,4 +1,4 @@
-package cluster
+package lifecycle
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -71,7 +70,7 @@ type queued struct {
 // apply is idempotent by event id, so events sent but not yet marked are
 // merely sent again.
 type forwarder struct {
-	n  *Node
+	l  *Lifecycle
 	m  *forwarderMetrics
 	br *breaker
 
@@ -86,10 +85,10 @@ type forwarder struct {
 	status api.ForwarderStatus
 }
 
-func newForwarder(n *Node) *forwarder {
-	f := &forwarder{n: n, m: n.fwdMetrics, queued: map[string]int{}, readPos: map[string]uint64{}, marked: map[string]uint64{}}
-	f.br = newBreaker(n.cfg.BreakerCooldown, func(from, to breakerState) {
-		n.log.Warn("forwarder breaker", "from", from.String(), "to", to.String())
+func newForwarder(l *Lifecycle) *forwarder {
+	f := &forwarder{l: l, m: l.fwdM, queued: map[string]int{}, readPos: map[string]uint64{}, marked: map[string]uint64{}}
+	f.br = newBreaker(l.cfg.BreakerCooldown, func(from, to breakerState) {
+		l.log.Warn("forwarder breaker", "from", from.String(), "to", to.String())
 		f.m.transitions.WithLabelValues(to.String()).Inc()
 		f.m.state.Set(float64(to))
 	})
@@ -102,10 +101,10 @@ func (f *forwarder) run(ctx context.Context) {
 	if !f.start(ctx) {
 		return
 	}
-	tick := time.NewTicker(f.n.cfg.ReconcileInterval)
+	tick := time.NewTicker(f.l.cfg.ReconcileInterval)
 	defer tick.Stop()
 	for ctx.Err() == nil {
-		moved := f.n.applied.Changed()
+		moved := f.l.cfg.Applied.Changed()
 		wait, err := f.step(ctx)
 		f.report(err)
 		if wait == 0 {
@@ -130,7 +129,7 @@ func (f *forwarder) run(ctx context.Context) {
 func (f *forwarder) start(ctx context.Context) bool {
 	var last string
 	for {
-		marks, err := f.n.ledger.ForwardMarks()
+		marks, err := f.l.cfg.Positions.ForwardMarks()
 		if err == nil {
 			for t, s := range marks {
 				f.readPos[t], f.marked[t] = s, s
@@ -139,11 +138,11 @@ func (f *forwarder) start(ctx context.Context) bool {
 		}
 		err = fmt.Errorf("forwarder: read positions: %w", err)
 		if err.Error() != last {
-			f.n.log.Warn("forwarder cannot start", "err", err)
+			f.l.log.Warn("forwarder cannot start", "err", err)
 			last = err.Error()
 		}
 		f.report(err)
-		if !waitOrDone(ctx, f.n.cfg.ReconcileInterval) {
+		if !waitOrDone(ctx, f.l.cfg.ReconcileInterval) {
 			return false
 		}
 	}
@@ -154,12 +153,12 @@ func (f *forwarder) start(ctx context.Context) bool {
 // step (0: go on at once).
 func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 	if err := f.fill(); err != nil {
-		return f.n.cfg.ReconcileInterval, err
+		return f.l.cfg.ReconcileInterval, err
 	}
 	now := time.Now()
 	if len(f.queue) == 0 {
 		if err := f.mark(ctx, now, false); err != nil {
-			return f.n.cfg.ReconcileInterval, err
+			return f.l.cfg.ReconcileInterval, err
 		}
 		return time.Hour, nil // woken by the next apply or tick
 	}
@@ -174,17 +173,17 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 	}
 	chunks, err := chunkEvents(events)
 	if err != nil {
-		return f.n.cfg.ReconcileInterval, err
+		return f.l.cfg.ReconcileInterval, err
 	}
 	sent := chunks[0]
 	batch, err := fsm.EncodeBatch(sent)
 	if err == nil {
 		dctx, cancel := context.WithTimeout(ctx, forwardAttemptTimeout)
-		var p group.Proposal
-		p, err = f.n.deliver(dctx, GlobalGroup, batch, nil)
+		var results []fsm.Result
+		results, err = f.l.cfg.Deliverer.Deliver(dctx, f.l.cfg.GlobalGroup, batch)
 		cancel()
 		if err == nil {
-			f.logRejections(sent, p.Results)
+			f.logRejections(sent, results)
 		}
 	}
 	if err != nil {
@@ -207,9 +206,9 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 // to forwarderQueueLimit.
 func (f *forwarder) fill() error {
 	errFull := errors.New("queue full")
-	region := f.n.cfg.Region
+	region := f.l.cfg.Region
 	var lag uint64
-	err := f.n.store.View(func(tx fsm.ReadTx) error {
+	err := f.l.cfg.Store.View(func(tx fsm.ReadTx) error {
 		return tx.ChainHeads(func(tenant string, head fsm.ChainHead) error {
 			if tenant == "" {
 				return nil
@@ -259,10 +258,10 @@ func (f *forwarder) mark(ctx context.Context, now time.Time, force bool) error {
 	}
 	marks = marks[:min(len(marks), forwardMarksPerEvent)]
 	e := []fsm.Event{{ID: randomEventID(), Type: fsm.TypeForwardMark, Body: &fsm.ForwardMark{Marks: marks}}}
-	if err := f.n.stamp(e, hlc.Timestamp{}); err != nil {
+	if err := f.l.stamp(e, hlc.Timestamp{}); err != nil {
 		return err
 	}
-	if _, err := f.n.pipe.Submit(ctx, e, f.n.tier); err != nil {
+	if _, err := f.l.cfg.Submitter.Submit(ctx, e); err != nil {
 		return fmt.Errorf("forwarder: record position: %w", err)
 	}
 	f.lastMark = now
@@ -324,7 +323,7 @@ func (f *forwarder) logRejections(sent []fsm.Event, results []fsm.Result) {
 	for i, r := range results {
 		if i < len(sent) && r.Outcome == fsm.OutcomeRejected && !errors.Is(r.Err, fsm.ErrEventConflict) {
 			f.m.rejected.Inc()
-			f.n.log.Warn("forwarded event rejected by the global ledger", "type", sent[i].Type, "job", sent[i].JobID, "err", r.Err)
+			f.l.log.Warn("forwarded event rejected by the global ledger", "type", sent[i].Type, "job", sent[i].JobID, "err", r.Err)
 		}
 	}
 }

@@ -1,7 +1,8 @@
-package cluster
+package lifecycle
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -35,28 +36,29 @@ const (
 var liveJobStatuses = []fsm.JobStatus{fsm.JobStatusPending, fsm.JobStatusRunning, fsm.JobStatusCancelling,
 	fsm.JobStatusFailed, fsm.JobStatusTimedOut}
 
-// leaderLoop runs the group's reconcilers (and a manager's forwarder)
-// while this node leads its group, and stops them when it no longer does.
-func (n *Node) leaderLoop() {
-	tick := time.NewTicker(n.cfg.ReconcileInterval)
+// Run runs the group's reconcilers (and a manager's forwarder) while this
+// node leads its group, and stops them when it no longer does; it returns
+// when ctx ends, after they stopped. Call it once.
+func (l *Lifecycle) Run(ctx context.Context) {
+	tick := time.NewTicker(l.cfg.ReconcileInterval)
 	defer tick.Stop()
 	var stop context.CancelFunc
 	var done chan struct{}
 	for {
-		leading := n.raft.IsLeader() && !n.closing.Load()
+		leading := l.cfg.Leadership.IsLeader()
 		switch {
 		case leading && stop == nil:
-			var ctx context.Context
-			ctx, stop = context.WithCancel(n.ctx)
+			var tctx context.Context
+			tctx, stop = context.WithCancel(ctx)
 			done = make(chan struct{})
-			go func() { defer close(done); n.lead(ctx) }()
+			go func() { defer close(done); l.lead(tctx) }()
 		case !leading && stop != nil:
 			stop()
 			<-done
 			stop = nil
 		}
 		select {
-		case <-n.ctx.Done():
+		case <-ctx.Done():
 			if stop != nil {
 				stop()
 				<-done
@@ -70,33 +72,33 @@ func (n *Node) leaderLoop() {
 // lead is one term's leadership: a barrier, then the role's tasks. The
 // term's state starts and ends empty (endTerm), so nothing a node served
 // as leader outlives its term or leaks into its next one.
-func (n *Node) lead(ctx context.Context) {
-	n.endTerm()
-	defer n.endTerm()
+func (l *Lifecycle) lead(ctx context.Context) {
+	l.endTerm()
+	defer l.endTerm()
 	for ctx.Err() == nil {
-		if err := n.raft.Barrier(leaderBarrierTimeout); err == nil {
+		if err := l.cfg.Leadership.Barrier(leaderBarrierTimeout); err == nil {
 			break
-		} else if !waitOrDone(ctx, n.cfg.ReconcileInterval) {
+		} else if !waitOrDone(ctx, l.cfg.ReconcileInterval) {
 			return
 		}
 	}
 	if ctx.Err() != nil {
 		return
 	}
-	n.log.Info("leading: reconcilers started", "group", n.group)
-	defer n.log.Info("reconcilers stopped", "group", n.group)
-	if n.cfg.Role == RoleGate {
-		g := newGlobalReconciler(n)
-		n.reconcileLoop(ctx, g.pass)
+	l.log.Info("leading: reconcilers started", "group", l.cfg.Group)
+	defer l.log.Info("reconcilers stopped", "group", l.cfg.Group)
+	if l.cfg.Global {
+		g := newGlobalReconciler(l)
+		l.reconcileLoop(ctx, g.pass)
 		g.wait()
 		return
 	}
-	rr := newRegionReconciler(n)
-	fw := newForwarder(n)
-	n.forwarders.Store(fw)
+	rr := newRegionReconciler(l)
+	fw := newForwarder(l)
+	l.fwd.Store(fw)
 	done := make(chan struct{})
 	go func() { defer close(done); fw.run(ctx) }()
-	n.reconcileLoop(ctx, rr.pass)
+	l.reconcileLoop(ctx, rr.pass)
 	<-done
 }
 
@@ -104,21 +106,21 @@ func (n *Node) lead(ctx context.Context) {
 // (else a node leading again would answer lease polls from its previous
 // term's view until its first pass) and the forwarder whose status
 // GET /v1/cluster/raft shows.
-func (n *Node) endTerm() {
-	n.forwarders.Store(nil)
-	n.views.publish(&regionView{})
+func (l *Lifecycle) endTerm() {
+	l.fwd.Store(nil)
+	l.views.publish(&View{})
 }
 
 // reconcileLoop runs pass whenever the ledger moved or the interval
 // passed, one pass at a time, until ctx ends.
-func (n *Node) reconcileLoop(ctx context.Context, pass func(context.Context) error) {
-	tick := time.NewTicker(n.cfg.ReconcileInterval)
+func (l *Lifecycle) reconcileLoop(ctx context.Context, pass func(context.Context) error) {
+	tick := time.NewTicker(l.cfg.ReconcileInterval)
 	defer tick.Stop()
 	var lastErr string
 	for ctx.Err() == nil {
-		moved := n.applied.Changed()
+		moved := l.cfg.Applied.Changed()
 		if err := pass(ctx); err != nil && ctx.Err() == nil && err.Error() != lastErr {
-			n.log.Warn("reconcile pass failed", "err", err)
+			l.log.Warn("reconcile pass failed", "err", err)
 			lastErr = err.Error()
 		} else if err == nil {
 			lastErr = ""
@@ -148,18 +150,24 @@ func waitOrDone(ctx context.Context, d time.Duration) bool {
 // stamp gives planned events their origin and increasing HLCs from this
 // node's clock, after moving the clock past after (the newest event the
 // plan was based on), so they order after what they react to.
-func (n *Node) stamp(events []fsm.Event, after hlc.Timestamp) error {
+func (l *Lifecycle) stamp(events []fsm.Event, after hlc.Timestamp) error {
+	return stamp(l.cfg.Clock, l.cfg.Region, l.cfg.NodeID, events, after)
+}
+
+// stamp gives events origin region and node and increasing HLCs from
+// clock, after moving clock past after (zero: no move).
+func stamp(clock *hlc.Clock, region, node string, events []fsm.Event, after hlc.Timestamp) error {
 	if after.WallMs > 0 {
-		if _, err := n.clock.Update(after); err != nil {
+		if _, err := clock.Update(after); err != nil {
 			return err
 		}
 	}
 	for i := range events {
-		ts, err := n.clock.Now()
+		ts, err := clock.Now()
 		if err != nil {
 			return err
 		}
-		events[i].HLC, events[i].Region, events[i].Node = ts, n.cfg.Region, n.cfg.NodeID
+		events[i].HLC, events[i].Region, events[i].Node = ts, region, node
 	}
 	return nil
 }
@@ -188,24 +196,24 @@ func chunkEvents(events []fsm.Event) ([][]fsm.Event, error) {
 	return out, nil
 }
 
-// proposeAll submits planned events to this node's tier in chunks, in
+// proposeAll submits planned events to this node's group (at its tier) in chunks, in
 // order, and stops at the first chunk that fails: a later chunk may hold
 // what only follows from an earlier one (a JobAccepted after its
 // workflows' dispatches, a JobCancellationAcked after the cancels), and
 // the planners plan what did not land again next pass.
-func (n *Node) proposeAll(ctx context.Context, events []fsm.Event) error {
+func (l *Lifecycle) proposeAll(ctx context.Context, events []fsm.Event) error {
 	chunks, err := chunkEvents(events)
 	if err != nil {
 		return err
 	}
 	for i, c := range chunks {
-		res, err := n.pipe.Submit(ctx, c, n.tier)
+		res, err := l.cfg.Submitter.Submit(ctx, c)
 		if err != nil {
 			return fmt.Errorf("propose chunk %d of %d (%d events): %w", i+1, len(chunks), len(c), err)
 		}
-		for i, r := range res.Results {
+		for i, r := range res {
 			if r.Outcome == fsm.OutcomeRejected && !errors.Is(r.Err, fsm.ErrEventConflict) {
-				n.log.Debug("planned event rejected", "type", c[i].Type, "job", c[i].JobID, "err", r.Err)
+				l.log.Debug("planned event rejected", "type", c[i].Type, "job", c[i].JobID, "err", r.Err)
 			}
 		}
 	}
@@ -218,4 +226,12 @@ func maxTS(a, b hlc.Timestamp) hlc.Timestamp {
 		return b
 	}
 	return a
+}
+
+// randomEventID returns a random event id (a ForwardMark's: positions
+// are not decisions, two leaders' marks need not be one event).
+func randomEventID() fsm.EventID {
+	var id fsm.EventID
+	_, _ = rand.Read(id[:])
+	return id
 }

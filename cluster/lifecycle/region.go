@@ -1,4 +1,4 @@
-package cluster
+package lifecycle
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const jobProgressInterval = time.Second
 // timed out.
 //
 // It plans incrementally (cluster/DESIGN.md, "Job lifecycle"). A pass
-// visits the jobs the ledger changed (the node's dirty set), the jobs
+// visits the jobs the ledger changed (the lifecycle's dirty set), the jobs
 // whose progress report is due, and the jobs whose last plan had output;
 // when a worker joined, left, went silent or came back, every job with
 // work in flight (active); while a live worker has room, the active jobs
@@ -31,7 +31,7 @@ const jobProgressInterval = time.Second
 // settled job drops out of every index. Only the pass goroutine touches
 // the reconciler's fields.
 type regionReconciler struct {
-	n            *Node
+	l            *Lifecycle
 	lastProgress map[string]int64 // job id → ms of its last job-level report, while within jobProgressInterval
 	// active holds, per job with work in flight, its DISPATCHED and
 	// LEASED workflows as its last visit read them. Every change to a
@@ -54,8 +54,8 @@ type regionReconciler struct {
 	leases map[string][]*fsm.WorkflowState
 }
 
-func newRegionReconciler(n *Node) *regionReconciler {
-	return &regionReconciler{n: n, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
+func newRegionReconciler(l *Lifecycle) *regionReconciler {
+	return &regionReconciler{l: l, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
 		waiting: map[string]bool{}, pending: map[string]bool{}, due: newDueSet(), live: map[string]bool{}}
 }
 
@@ -75,7 +75,7 @@ func (rr *regionReconciler) inherit() {
 			ids = append(ids, w.ID)
 		}
 	}
-	rr.n.live.Reset(ids)
+	rr.l.live.Reset(ids)
 	rr.inherited = true
 }
 
@@ -88,14 +88,14 @@ type regionJob struct {
 // pass plans the jobs that may need it and proposes the plan; it
 // publishes the view the worker API serves leases from.
 func (rr *regionReconciler) pass(ctx context.Context) error {
-	events, newest, err := rr.plan(time.Now(), false)
+	events, newest, err := rr.plan(rr.l.cfg.Now(), false)
 	if err != nil || len(events) == 0 {
 		return err
 	}
-	if err := rr.n.stamp(events, newest); err != nil {
+	if err := rr.l.stamp(events, newest); err != nil {
 		return err
 	}
-	return rr.n.proposeAll(ctx, events)
+	return rr.l.proposeAll(ctx, events)
 }
 
 // regionVisit is what one pass read: the jobs it visits, in the order it
@@ -111,13 +111,13 @@ type regionVisit struct {
 // when a resync is due) and the region's workers in one view at now,
 // publishes the lease view, plans, and updates the indexes.
 func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Timestamp, error) {
-	n := rr.n
-	region, window, nowMs := n.cfg.Region, n.cfg.WorkerAckWindow, now.UnixMilli()
-	d := n.dirty.take()
+	l := rr.l
+	region, window, nowMs := l.cfg.Region, l.cfg.WorkerAckWindow, now.UnixMilli()
+	d := l.dirty.take()
 	full = full || d.All || rr.lastFull == 0 || nowMs-rr.lastFull >= resyncInterval.Milliseconds()
 	v := &regionVisit{byID: map[string]*regionJob{}, changed: full || rr.leases == nil}
 	var index uint64
-	err := n.store.View(func(tx fsm.ReadTx) error {
+	err := l.cfg.Store.View(func(tx fsm.ReadTx) error {
 		var err error
 		if index, err = tx.AppliedIndex(); err != nil {
 			return err
@@ -130,7 +130,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 		rr.inherit()
 		live := map[string]bool{}
 		for _, w := range rr.workers {
-			if w.Active && n.live.Live(w.ID, window) {
+			if w.Active && l.live.Live(w.ID, window) {
 				live[w.ID] = true
 			}
 		}
@@ -168,8 +168,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 		rr.lastFull = 0 // what this pass took is lost: the next one scans everything
 		return nil, hlc.Timestamp{}, err
 	}
-	view := &regionView{Index: index, Leases: rr.leases}
-	n.views.publish(view)
+	l.views.publish(&View{Index: index, Leases: rr.leases})
 
 	var slots []*plan.WorkerSlot
 	for _, w := range rr.workers {
@@ -212,7 +211,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 	}
 	for _, e := range events {
 		if e.Type == fsm.TypeWorkerLeft {
-			n.live.Forget(e.Body.(*fsm.WorkerLeft).Worker)
+			l.live.Forget(e.Body.(*fsm.WorkerLeft).Worker)
 		}
 	}
 	return events, newest, nil
@@ -222,7 +221,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 func (rr *regionReconciler) readWorkers(tx fsm.ReadTx) error {
 	rr.workers, rr.haveWkrs = nil, true
 	return tx.Workers(func(w *fsm.WorkerState) error {
-		if w.Region == rr.n.cfg.Region {
+		if w.Region == rr.l.cfg.Region {
 			rr.workers = append(rr.workers, w)
 		}
 		return nil
@@ -240,7 +239,7 @@ func (rr *regionReconciler) readIDs(tx fsm.ReadTx, ids []string, v *regionVisit)
 		if err != nil {
 			return err
 		}
-		if s == nil || !liveJob(s, rr.n.cfg.Region) {
+		if s == nil || !liveJob(s, rr.l.cfg.Region) {
 			v.changed = rr.drop(id) || v.changed
 			continue
 		}
@@ -254,7 +253,7 @@ func (rr *regionReconciler) readIDs(tx fsm.ReadTx, ids []string, v *regionVisit)
 // read visits live job s: a settled one drops out of the indexes, any
 // other is read with its workflows and its work in flight recorded.
 func (rr *regionReconciler) read(tx fsm.ReadTx, s *fsm.JobState, v *regionVisit) error {
-	region := rr.n.cfg.Region
+	region := rr.l.cfg.Region
 	if regionSettled(s, region) {
 		v.changed = rr.drop(s.JobID) || v.changed
 		return nil

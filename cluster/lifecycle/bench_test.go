@@ -1,4 +1,4 @@
-package cluster
+package lifecycle
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // incremental pass that visits what the dirty set names (the live jobs,
 // as if each had changed), side by side. Run:
 //
-//	go test ./cluster -run '^$' -bench 'RegionPass|GlobalPass' -benchtime 2s
+//	go test ./cluster/lifecycle -run '^$' -bench 'RegionPass|GlobalPass' -benchtime 2s
 //
 // Only the plan step is measured (read, plan, index upkeep, lease view):
 // proposing goes through Raft and is the same either way.
@@ -49,7 +49,7 @@ func (b *benchBuilder) flush() {
 		return
 	}
 	b.side.index++
-	res, err := b.side.n.ledger.Apply(b.side.index, b.events)
+	res, err := b.side.ledger.Apply(b.side.index, b.events)
 	if err != nil {
 		b.tb.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func (b *benchBuilder) job(count uint32, timeout time.Duration) string {
 // benchLiveJobs running ones with four workflows leased to a live worker.
 func regionBench(tb testing.TB, settled int) (*regionReconciler, []string) {
 	now := time.Now()
-	side := newIncrSide(tb, RoleManager, "use1", func() time.Time { return now })
+	side := newIncrSide(tb, false, "use1", func() time.Time { return now })
 	bb := &benchBuilder{tb: tb, side: side, wall: now.UnixMilli() - 1_000_000}
 	for range settled {
 		id := bb.job(1, time.Hour)
@@ -100,7 +100,7 @@ func regionBench(tb testing.TB, settled int) (*regionReconciler, []string) {
 		}
 	}
 	bb.flush()
-	rr := newRegionReconciler(side.n) // counts w1 live
+	rr := newRegionReconciler(side.l) // counts w1 live
 	if _, _, err := rr.plan(now, true); err != nil {
 		tb.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func regionBench(tb testing.TB, settled int) (*regionReconciler, []string) {
 // benchLiveJobs jobs no region accepted yet.
 func globalBench(tb testing.TB, settled int) (*globalReconciler, []string, int64) {
 	now := time.Now()
-	side := newIncrSide(tb, RoleGate, "use1", func() time.Time { return now })
+	side := newIncrSide(tb, true, "use1", func() time.Time { return now })
 	bb := &benchBuilder{tb: tb, side: side, wall: now.UnixMilli() - 1_000_000}
 	for i := range settled {
 		if i%2 == 0 {
@@ -130,7 +130,7 @@ func globalBench(tb testing.TB, settled int) (*globalReconciler, []string, int64
 		live = append(live, bb.job(1, time.Hour))
 	}
 	bb.flush()
-	g := newGlobalReconciler(side.n)
+	g := newGlobalReconciler(side.l)
 	if _, err := g.plan(now.UnixMilli(), true); err != nil {
 		tb.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func BenchmarkRegionPass(b *testing.B) {
 		for _, mode := range []string{"full", "incremental"} {
 			b.Run(fmt.Sprintf("settled=%d/%s", settled, mode), func(b *testing.B) {
 				for b.Loop() {
-					rr.n.dirty.add(live...)
+					rr.l.dirty.add(live...)
 					if _, _, err := rr.plan(now, mode == "full"); err != nil {
 						b.Fatal(err)
 					}
@@ -161,7 +161,7 @@ func BenchmarkGlobalPass(b *testing.B) {
 		for _, mode := range []string{"full", "incremental"} {
 			b.Run(fmt.Sprintf("settled=%d/%s", settled, mode), func(b *testing.B) {
 				for b.Loop() {
-					g.n.dirty.add(live...)
+					g.l.dirty.add(live...)
 					if _, err := g.plan(nowMs, mode == "full"); err != nil {
 						b.Fatal(err)
 					}

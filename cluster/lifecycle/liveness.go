@@ -1,4 +1,4 @@
-package cluster
+package lifecycle
 
 import (
 	"sync"
@@ -53,4 +53,12 @@ func (l *liveness) Live(worker string, window time.Duration) bool {
 	t, ok := l.last[worker]
 	l.mu.Unlock()
 	return ok && l.now().Sub(t) < window
+}
+
+// lastHeard returns when worker was last heard from (false if never).
+func (l *liveness) lastHeard(worker string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.last[worker]
+	return t, ok
 }

@@ -1,4 +1,4 @@
-package cluster
+package lifecycle
 
 import (
 	"context"
@@ -29,7 +29,7 @@ const (
 // jobs whose regions are all done, and times jobs out.
 //
 // It plans incrementally (cluster/DESIGN.md, "Job lifecycle"): a pass
-// visits the jobs the ledger changed (the node's dirty set), the jobs
+// visits the jobs the ledger changed (the lifecycle's dirty set), the jobs
 // whose time-out or redelivery is due, and the jobs it proposed a
 // decision for last pass (in case the proposal failed); every
 // resyncInterval, on its first pass and when the dirty set overflowed, it
@@ -37,7 +37,7 @@ const (
 // due drops out of its indexes. Only the pass goroutine touches retry,
 // pending, held, due and lastFull.
 type globalReconciler struct {
-	n       *Node
+	l       *Lifecycle
 	retry   map[string]map[string]*redelivery // job id → region → redelivery
 	pending map[string]bool                   // jobs whose last plan emitted a decision
 	// held are, per region, the jobs planned for it while a delivery to
@@ -58,8 +58,8 @@ type redelivery struct {
 	backoff time.Duration
 }
 
-func newGlobalReconciler(n *Node) *globalReconciler {
-	return &globalReconciler{n: n, retry: map[string]map[string]*redelivery{}, pending: map[string]bool{},
+func newGlobalReconciler(l *Lifecycle) *globalReconciler {
+	return &globalReconciler{l: l, retry: map[string]map[string]*redelivery{}, pending: map[string]bool{},
 		held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{}}
 }
 
@@ -80,7 +80,7 @@ type globalWork struct {
 // pass plans the jobs that may need it: decisions are proposed now,
 // deliveries start in the background (one per region at a time).
 func (g *globalReconciler) pass(ctx context.Context) error {
-	now, err := g.n.clock.Now()
+	now, err := g.l.cfg.Clock.Now()
 	if err != nil {
 		return err
 	}
@@ -94,10 +94,10 @@ func (g *globalReconciler) pass(ctx context.Context) error {
 	if len(w.emit) == 0 {
 		return nil
 	}
-	if err := g.n.stamp(w.emit, w.newest); err != nil {
+	if err := g.l.stamp(w.emit, w.newest); err != nil {
 		return err
 	}
-	return g.n.proposeAll(ctx, w.emit)
+	return g.l.proposeAll(ctx, w.emit)
 }
 
 // plan reads the jobs this pass visits (every live job when full, or
@@ -106,14 +106,14 @@ func (g *globalReconciler) pass(ctx context.Context) error {
 func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
 	w := globalWork{sends: map[string][]fsm.Event{}, busy: g.busyRegions()}
 	g.visited = 0
-	d := g.n.dirty.take()
+	d := g.l.dirty.take()
 	full = full || d.All || g.lastFull == 0 || nowMs-g.lastFull >= resyncInterval.Milliseconds()
 	var ids []string
 	if !full {
 		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), plan.SortedKeys(g.pending), g.release(w.busy))
 		sort.Strings(ids)
 	}
-	err := g.n.store.View(func(tx fsm.ReadTx) error {
+	err := g.l.cfg.Store.View(func(tx fsm.ReadTx) error {
 		visit := func(s *fsm.JobState) error { return g.visit(tx, s, nowMs, &w) }
 		if full {
 			seen := map[string]bool{}
@@ -321,12 +321,12 @@ func (g *globalReconciler) send(ctx context.Context, region string, evs []fsm.Ev
 			var batch []byte
 			if batch, err = fsm.EncodeBatch(c); err == nil {
 				dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
-				_, err = g.n.deliver(dctx, region, batch, nil)
+				_, err = g.l.cfg.Deliverer.Deliver(dctx, region, batch)
 				cancel()
 			}
 		}
 		if err != nil && ctx.Err() == nil {
-			g.n.log.Warn("delivery to region failed", "region", region, "events", len(evs), "err", err)
+			g.l.log.Warn("delivery to region failed", "region", region, "events", len(evs), "err", err)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package cluster
+package lifecycle
 
 import (
 	"fmt"
@@ -13,12 +13,14 @@ import (
 	"github.com/strata-ledger/strata/hlc"
 )
 
-// incrSide is one group's ledger behind a FSM that feeds the node's
-// dirty set, as on a real node, without Raft.
+// incrSide is one group's ledger behind a FSM that feeds the
+// lifecycle's dirty set, as on a real node, without Raft.
 type incrSide struct {
-	n     *Node
-	f     *group.FSM
-	index uint64
+	l      *Lifecycle
+	store  *boltstore.Store
+	ledger *fsm.Ledger
+	f      *group.FSM
+	index  uint64
 }
 
 // incrHarness runs the reconcilers' plan steps (the passes minus
@@ -40,8 +42,9 @@ type incrHarness struct {
 	finish  func(w *fsm.WorkflowState) string
 }
 
-// newIncrSide opens a bolt-backed ledger for role in region.
-func newIncrSide(tb testing.TB, role Role, region string, clock func() time.Time) *incrSide {
+// newIncrSide opens a bolt-backed ledger for a gate (global) or a
+// manager of region.
+func newIncrSide(tb testing.TB, global bool, region string, clock func() time.Time) *incrSide {
 	tb.Helper()
 	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(tb.TempDir(), "ledger.db")})
 	if err != nil {
@@ -52,21 +55,23 @@ func newIncrSide(tb testing.TB, role Role, region string, clock func() time.Time
 	if err != nil {
 		tb.Fatal(err)
 	}
-	n := &Node{cfg: NodeConfig{Role: role, Region: region, WorkerAckWindow: DefaultWorkerAckWindow},
-		store: st, ledger: led, dirty: newDirtySet(dirtyLimit), live: newLiveness(clock), views: newViewBoard()}
-	f, err := group.NewFSM(group.FSMConfig{Ledger: led, Observer: n.dirty})
+	l, err := New(testConfig(global, region, st, led, clock))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &incrSide{n: n, f: f}
+	f, err := group.NewFSM(group.FSMConfig{Ledger: led, Observer: l})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &incrSide{l: l, store: st, ledger: led, f: f}
 }
 
 func newIncrHarness(t *testing.T) *incrHarness {
 	h := &incrHarness{t: t, now: time.UnixMilli(1_700_000_000_000), workers: map[string]bool{},
 		finish: func(*fsm.WorkflowState) string { return "complete" }}
 	clock := func() time.Time { return h.now }
-	h.global, h.region = newIncrSide(t, RoleGate, "use1", clock), newIncrSide(t, RoleManager, "use1", clock)
-	h.g, h.rr = newGlobalReconciler(h.global.n), newRegionReconciler(h.region.n)
+	h.global, h.region = newIncrSide(t, true, "use1", clock), newIncrSide(t, false, "use1", clock)
+	h.g, h.rr = newGlobalReconciler(h.global.l), newRegionReconciler(h.region.l)
 	return h
 }
 
@@ -97,7 +102,7 @@ func (h *incrHarness) apply(s *incrSide, events ...fsm.Event) {
 
 func (h *incrHarness) addWorker(id string, capacity uint32) {
 	h.workers[id] = true
-	h.region.n.live.Touch(id)
+	h.region.l.live.Touch(id)
 	h.apply(h.region, fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerJoined, Body: &fsm.WorkerJoined{Worker: id, Capacity: capacity}})
 }
 
@@ -122,7 +127,7 @@ func (h *incrHarness) cancel(id string) {
 
 func (h *incrHarness) job(s *incrSide, id string) *fsm.JobState {
 	h.t.Helper()
-	j, err := s.n.ledger.JobByID(id)
+	j, err := s.ledger.JobByID(id)
 	if err != nil || j == nil {
 		h.t.Fatalf("job %s: %v", id, err)
 	}
@@ -136,7 +141,7 @@ func (h *incrHarness) workflows(job string) []*fsm.WorkflowState {
 	if job != "" {
 		prefix = job + "/use1/"
 	}
-	err := h.region.n.store.View(func(tx fsm.ReadTx) error {
+	err := h.region.store.View(func(tx fsm.ReadTx) error {
 		return tx.Workflows(prefix, func(w *fsm.WorkflowState) error {
 			out = append(out, w)
 			return nil
@@ -169,7 +174,7 @@ func (h *incrHarness) round() {
 	h.forward()
 	for id, live := range h.workers {
 		if live {
-			h.region.n.live.Touch(id)
+			h.region.l.live.Touch(id)
 		}
 	}
 	for _, wf := range h.workflows("") {
@@ -185,7 +190,7 @@ func (h *incrHarness) round() {
 // not hold yet.
 func (h *incrHarness) forward() {
 	var out []fsm.Event
-	err := h.region.n.store.View(func(tx fsm.ReadTx) error {
+	err := h.region.store.View(func(tx fsm.ReadTx) error {
 		return tx.ChainEvents("acme", 0, func(se *fsm.StoredEvent) error {
 			if forwarded(&se.Event, "use1") {
 				out = append(out, se.Event)
@@ -197,7 +202,7 @@ func (h *incrHarness) forward() {
 		h.t.Fatal(err)
 	}
 	for _, e := range out {
-		if got, _ := h.global.n.ledger.Event(e.ID); got == nil {
+		if got, _ := h.global.ledger.Event(e.ID); got == nil {
 			h.apply(h.global, e)
 		}
 	}
@@ -230,7 +235,7 @@ func (h *incrHarness) wantSettled() {
 		h.t.Errorf("region: active %d, waiting %d, pending %d, due %d, progress %d, visited %d: want all empty",
 			len(rr.active), len(rr.waiting), len(rr.pending), rr.due.len(), len(rr.lastProgress), rr.visited)
 	}
-	if v := h.region.n.views.current(); len(v.Leases) != 0 {
+	if v := h.region.l.CurrentView(); len(v.Leases) != 0 {
 		h.t.Errorf("lease view: %d workers with leases, want none", len(v.Leases))
 	}
 }
@@ -317,7 +322,7 @@ func TestReconcileIncremental_SilentWorkerLosesItsLeases(t *testing.T) {
 			t.Errorf("%s: %s after %d reschedules; want completed after one", w.ID, w.Status, w.Reschedules)
 		}
 	}
-	if ws, _ := h.region.n.ledger.Workers(); len(ws) != 2 || ws[0].Active {
+	if ws, _ := h.region.ledger.Workers(); len(ws) != 2 || ws[0].Active {
 		t.Errorf("w1 should have been expired: %+v", ws)
 	}
 	h.wantSettled()
@@ -330,7 +335,7 @@ func TestReconcileIncremental_OverflowAndResyncScanEverything(t *testing.T) {
 	h := newIncrHarness(t)
 	h.round()
 	first := h.rr.lastFull
-	h.region.n.dirty.addAll()
+	h.region.l.dirty.addAll()
 	h.round()
 	if h.rr.lastFull == first {
 		t.Fatal("an overflowed dirty set did not make the next pass scan everything")

@@ -1,0 +1,48 @@
+// Package lifecycle is a node's job-lifecycle runtime (cluster/DESIGN.md,
+// "Job lifecycle"): while the node leads its group it runs the
+// reconcilers — on a gate the global one (send jobs and stop decisions to
+// the regions, complete jobs, time them out), on a manager the regional
+// one (accept and dispatch jobs, lease workflows to live workers, take
+// leases back from silent ones, report progress, cancel) — and on a
+// manager the forwarder, which carries the region's own job events to the
+// global group behind a circuit breaker. The pure planners they consult
+// live in lifecycle/plan.
+//
+// What it stores, all in memory and none of it replicated: the dirty set
+// (the jobs the applied entries changed since the last pass; the FSM
+// feeds it through Entry and Restored, as a group.ApplyObserver), the
+// workers' liveness (when each was last heard from), the lease view the
+// worker API answers long polls from, and the current term's forwarder.
+// What it decides: the events to propose next, read from one view of the
+// ledger per pass.
+//
+// Invariants:
+//   - Level-triggered: a pass plans from the ledger's state, not from the
+//     events that led there; what a failed pass or proposal left undone
+//     is planned again by the next one (a full scan follows a failure).
+//   - Planned events carry deterministic decision ids (derived in lifecycle/plan from
+//     the step they take and what it names):
+//     two leaders, a retry or a replay that plan the same step propose
+//     the same id, and the idempotent apply keeps one. A leader change or
+//     a crash changes only timing.
+//   - A term's state starts and ends empty: a new leader runs a Raft
+//     barrier before its first pass (which scans every live job), and
+//     when leadership ends the lease view is cleared and the forwarder
+//     dropped, so nothing served in one term outlives it.
+//   - The dirty set is taken before the pass opens its read view: what it
+//     takes is in the state it reads, what lands later is in the next
+//     take.
+//
+// Concurrency: every exported method of Lifecycle is safe for concurrent
+// use (the FSM's Entry and Restored, the HTTP handlers' Touch, Forget,
+// LeaseView, ForwarderStatus). Run is called once; the reconcilers'
+// indexes are owned by the pass goroutine of the term.
+//
+// What it does not do: no I/O of its own. It reads the ledger through
+// Store and Positions, proposes through the Submitter, delivers to other
+// groups through the Deliverer, and learns of leadership and applies
+// through Leadership and Applied; the node wires them (cluster,
+// wire_lifecycle.go). It never talks to workers — they call the worker
+// API, which calls Touch and reads the lease view — and it does not
+// import the consensus or gossip libraries, net/http, or package cluster.
+package lifecycle

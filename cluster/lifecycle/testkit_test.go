@@ -1,0 +1,71 @@
+package lifecycle
+
+import (
+	"context"
+	"time"
+
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+)
+
+// Shorter names for the shared test helpers.
+var (
+	waitUntil = testkit.WaitUntil
+	jobEvent  = testkit.JobEvent
+	jobID     = testkit.JobID
+	jobEvents = testkit.JobEvents
+	mustBatch = testkit.MustBatch
+)
+
+// Fakes of the interfaces a Lifecycle consumes, for tests that drive its
+// steps directly: nothing is proposed or delivered unless a test says so.
+type (
+	fakeSubmitter struct {
+		submit func(ctx context.Context, events []fsm.Event) ([]fsm.Result, error)
+	}
+	fakeDeliverer struct {
+		deliver func(ctx context.Context, group string, batch []byte) ([]fsm.Result, error)
+	}
+	fakeLeadership struct{ leader bool }
+	fakeApplied    struct{}
+	memPersister   struct{ bound int64 }
+)
+
+func (f fakeSubmitter) Submit(ctx context.Context, events []fsm.Event) ([]fsm.Result, error) {
+	if f.submit == nil {
+		return make([]fsm.Result, len(events)), nil
+	}
+	return f.submit(ctx, events)
+}
+
+func (f fakeDeliverer) Deliver(ctx context.Context, group string, batch []byte) ([]fsm.Result, error) {
+	if f.deliver == nil {
+		return nil, nil
+	}
+	return f.deliver(ctx, group, batch)
+}
+
+func (f fakeLeadership) IsLeader() bool            { return f.leader }
+func (fakeLeadership) Barrier(time.Duration) error { return nil }
+func (fakeApplied) Changed() <-chan struct{}       { return make(chan struct{}) }
+func (p *memPersister) Load() (int64, error)       { return p.bound, nil }
+func (p *memPersister) Store(bound int64) error    { p.bound = bound; return nil }
+
+// testClock is an HLC on now.
+func testClock(now func() time.Time) *hlc.Clock {
+	c, err := hlc.New(hlc.Config{Node: 1, Physical: func() int64 { return now().UnixMilli() }, Persister: &memPersister{}})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// testConfig is a Config with fakes for every dependency but store,
+// positions and the wall clock now.
+func testConfig(global bool, region string, store Store, positions Positions, now func() time.Time) Config {
+	return Config{NodeID: "n1", Region: region, Global: global, Group: region, Store: store, Positions: positions,
+		Submitter: fakeSubmitter{}, Deliverer: fakeDeliverer{}, Leadership: fakeLeadership{}, Applied: fakeApplied{},
+		Clock: testClock(now), Now: now, ReconcileInterval: 250 * time.Millisecond,
+		WorkerAckWindow: 5 * time.Second, BreakerCooldown: 30 * time.Second}
+}

@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/lifecycle"
+	"github.com/strata-ledger/strata/fsm"
+)
+
+// newLifecycle builds the node's job-lifecycle runtime (cluster/lifecycle)
+// from the parts openClockAndLedger opened. Raft and the pipeline open
+// after it (the FSM feeds its dirty set), so the adapters below read them
+// at call time; Run starts only once StartNode opened everything.
+func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
+	w := lifecycleWiring{n}
+	return lifecycle.New(lifecycle.Config{
+		NodeID: n.cfg.NodeID, Region: n.cfg.Region, Global: n.cfg.Role == RoleGate, Group: n.group, GlobalGroup: GlobalGroup,
+		Store: n.store, Positions: n.ledger, Submitter: w, Deliverer: w, Leadership: w, Applied: n.applied,
+		Clock: n.clock, Now: time.Now, Logger: n.log, Registerer: n.reg,
+		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,
+	})
+}
+
+// lifecycleWiring gives the lifecycle the node's pipeline (at its tier),
+// cross-group delivery and leadership.
+type lifecycleWiring struct{ n *Node }
+
+var (
+	_ lifecycle.Submitter  = lifecycleWiring{}
+	_ lifecycle.Deliverer  = lifecycleWiring{}
+	_ lifecycle.Leadership = lifecycleWiring{}
+	_ group.ApplyObserver  = (*lifecycle.Lifecycle)(nil)
+)
+
+func (w lifecycleWiring) Submit(ctx context.Context, events []fsm.Event) ([]fsm.Result, error) {
+	res, err := w.n.pipe.Submit(ctx, events, w.n.tier)
+	return res.Results, err
+}
+
+func (w lifecycleWiring) Deliver(ctx context.Context, grp string, batch []byte) ([]fsm.Result, error) {
+	p, err := w.n.peers.Deliver(ctx, grp, batch)
+	return p.Results, err
+}
+
+// IsLeader is false once the node is closing: a draining node stops its
+// reconcilers before it hands leadership over.
+func (w lifecycleWiring) IsLeader() bool { return w.n.raft.IsLeader() && !w.n.closing.Load() }
+
+func (w lifecycleWiring) Barrier(timeout time.Duration) error { return w.n.raft.Barrier(timeout) }
