@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
-	"regexp"
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/httpapi"
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/gossip"
 )
@@ -39,10 +40,6 @@ const (
 	// DefaultBreakerCooldown is how long the forwarder's breaker stays
 	// open before one probe (DESIGN §4).
 	DefaultBreakerCooldown = 30 * time.Second
-)
-
-var (
-	nodeIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 )
 
 // NodeConfig is everything `strata agent` needs. Every key can be set in the
@@ -108,7 +105,7 @@ func (c *NodeConfig) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if !nodeIDPattern.MatchString(c.NodeID) {
+	if !members.IsNodeID(c.NodeID) {
 		bad("node_id", "%q must be 1-63 of [a-z0-9_-], starting with a letter or digit", c.NodeID)
 	}
 	if c.Role != RoleGate && c.Role != RoleManager {
@@ -161,3 +158,7 @@ func (c *NodeConfig) Ordinal() uint32 {
 	h.Write([]byte(c.NodeID))
 	return h.Sum32()
 }
+
+// MaxWorkerCapacity bounds the workflows one worker runs at once
+// (httpapi's limit, for dev clusters that plan workers).
+const MaxWorkerCapacity = httpapi.MaxWorkerCapacity

@@ -20,6 +20,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/peer"
@@ -72,6 +73,7 @@ type Node struct {
 	reg     *prometheus.Registry
 	auth    *auth.Authenticator
 	clock   *hlc.Clock
+	stamper *commit.Stamper // the one place events get their origin
 	store   *boltstore.Store
 	ledger  *fsm.Ledger
 	applied *group.AppliedIndex
@@ -82,17 +84,11 @@ type Node struct {
 	pipe    *commit.Pipeline
 	members *members.Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
-	idem    *idempotencyCache
-	peers   *peer.Peers // node-to-node calls
-	watches watchSet    // job watch streams (api_watch.go)
-	srv     *http.Server
+	peers   *peer.Peers         // node-to-node calls
+	api     *httpapi.Server     // the HTTP API, served on ln
 	ln      net.Listener
 
 	life *lifecycle.Lifecycle // reconcilers, forwarder, workers' liveness, lease view (wire_lifecycle.go)
-
-	httpMetrics *httpMetrics
-	readyTerm   atomic.Uint64 // term in which a barrier made strong reads safe
-	barrierMu   sync.Mutex
 
 	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
 
@@ -121,8 +117,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry(),
-		idem: newIdempotencyCache(idempotencyCacheEntries)}
+	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.tier, n.group = commit.DurabilityRegional, cfg.Region
 	if cfg.Role == RoleGate {
@@ -157,7 +152,9 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err = n.openPipeline(); err != nil {
 		return nil, err
 	}
-	n.serveHTTP()
+	if err = n.startAPI(); err != nil {
+		return nil, err
+	}
 	n.bg.Go(n.bootstrap)
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
@@ -183,6 +180,9 @@ func (n *Node) openClockAndLedger() error {
 	})
 	if err != nil {
 		return fmt.Errorf("clock: %w", err)
+	}
+	if n.stamper, err = commit.NewStamper(n.clock, n.cfg.NodeID, n.cfg.Region); err != nil {
+		return err
 	}
 	if n.store, err = boltstore.Open(boltstore.Config{Path: filepath.Join(n.cfg.DataDir, "ledger.db")}); err != nil {
 		return fmt.Errorf("ledger store: %w", err)
@@ -408,7 +408,7 @@ func (n *Node) Drain(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, drainTimeout)
 	defer cancel()
-	if err := n.srv.Shutdown(sctx); err != nil {
+	if err := n.api.Shutdown(sctx); err != nil {
 		n.log.Warn("drain: http shutdown", "err", err)
 	}
 	return n.Close()
@@ -429,8 +429,8 @@ func (n *Node) closeParts() error {
 		n.cancel()
 	}
 	var errs []error
-	if n.srv != nil {
-		errs = append(errs, n.srv.Close())
+	if n.api != nil {
+		errs = append(errs, n.api.Close())
 	} else if n.ln != nil { // listening, never served
 		errs = append(errs, n.ln.Close())
 	}
@@ -484,4 +484,34 @@ func trimNewline(p []byte) []byte {
 		p = p[:len(p)-1]
 	}
 	return p
+}
+
+// listenHTTP listens on http_addr, through the fault layer, so a
+// partition cuts node-to-node calls in both directions (clients on other
+// addresses are not affected).
+func (n *Node) listenHTTP() error {
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	n.ln = n.faults.WrapListener(ln)
+	return nil
+}
+
+// startAPI serves the HTTP API on the listener.
+func (n *Node) startAPI() error {
+	var err error
+	n.api, err = httpapi.New(httpapi.Config{
+		NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.group, Tier: n.tier,
+		MaxStaleness: n.cfg.MaxStaleness, SessionWait: n.cfg.SessionWait, WorkerAckWindow: n.cfg.WorkerAckWindow,
+		EnableFaultInjection: n.cfg.EnableFaultInjection,
+		Auth:                 n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
+		Members: n.members, Peers: n.peers, Workers: n.life, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
+		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
+	})
+	if err != nil {
+		return err
+	}
+	n.api.Serve(n.ln)
+	return nil
 }

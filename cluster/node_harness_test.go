@@ -158,7 +158,7 @@ func (c *testCluster) closeAll() {
 
 func (c *testCluster) waitReady(id string) {
 	c.t.Helper()
-	c.waitFor(id+" ready", func() bool { return c.node(id).notReady() == "" })
+	c.waitFor(id+" ready", func() bool { return c.call(id, "GET", "/readyz", "", nil).status == http.StatusOK })
 }
 
 func (c *testCluster) waitFor(what string, cond func() bool) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -83,7 +84,7 @@ func TestNode_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 	var sub api.SubmitJobResponse
 	r.decode(t, &sub)
 	jobPath := "/v1/jobs/" + sub.JobID
-	big := append([]byte(`{"tenant":"acme","regions":["use1"],"timeout":"1m","workflows":[{"name":"`), make([]byte, MaxRequestBytes)...)
+	big := append([]byte(`{"tenant":"acme","regions":["use1"],"timeout":"1m","workflows":[{"name":"`), make([]byte, httpapi.MaxRequestBytes)...)
 	accepted := `{"type":"JobAccepted","body":{"region":"use1","worker_count":1}}`
 	manyEvents := `{"events":[` + strings.Repeat(accepted+`,`, fsm.MaxBatchEvents) + accepted + `]}`
 	tests := []struct {
@@ -290,7 +291,7 @@ func TestNode_BoundedReadOnAStaleFollowerForwardsOrRefuses(t *testing.T) {
 	path := "/v1/jobs/" + sub.JobID + "?consistency=bounded&max_staleness=200ms"
 	gf := c.followers(RoleGate)[0]
 	isolate(c, gf, "g1", "g2", "g3")
-	c.waitFor(gf+" loses contact", func() bool { return c.node(gf).lastContact() > 300*time.Millisecond })
+	c.waitFor(gf+" loses contact", func() bool { return c.node(gf).raft.LastContact() > 300*time.Millisecond })
 	r = c.call(gf, "GET", path, testAcmeToken, nil)
 	switch r.status {
 	case http.StatusOK:

@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"fmt"
@@ -50,12 +50,12 @@ func (rp *report) kind() fsm.EventType {
 // handleProgress is POST /v1/workers/{id}/progress. Progress is
 // acknowledged at LOCAL by default (DESIGN §4: the manager's NodeWAL);
 // ?durability=regional waits for the ledger and returns its outcomes.
-func (n *Node) handleProgress(w http.ResponseWriter, r *http.Request) {
-	body, id, ok := n.workerIDPrelude(w, r)
+func (sv *Server) handleProgress(w http.ResponseWriter, r *http.Request) {
+	body, id, ok := sv.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}
-	level, err := n.reportLevel(r, commit.DurabilityLocal)
+	level, err := sv.reportLevel(r, commit.DurabilityLocal)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -70,7 +70,7 @@ func (n *Node) handleProgress(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	n.submitReports(w, r, id, reps, level)
+	sv.submitReports(w, r, id, reps, level)
 }
 
 // progressReports checks a progress request and turns it into reports.
@@ -104,23 +104,23 @@ func progressReports(updates []api.ProgressUpdate) ([]report, error) {
 }
 
 // handleCompleteWorkflow is POST /v1/workers/{id}/complete.
-func (n *Node) handleCompleteWorkflow(w http.ResponseWriter, r *http.Request) {
-	n.handleWorkflowEnd(w, r, fsm.TypeWorkflowCompleted)
+func (sv *Server) handleCompleteWorkflow(w http.ResponseWriter, r *http.Request) {
+	sv.handleWorkflowEnd(w, r, fsm.TypeWorkflowCompleted)
 }
 
 // handleFailWorkflow is POST /v1/workers/{id}/fail.
-func (n *Node) handleFailWorkflow(w http.ResponseWriter, r *http.Request) {
-	n.handleWorkflowEnd(w, r, fsm.TypeWorkflowFailed)
+func (sv *Server) handleFailWorkflow(w http.ResponseWriter, r *http.Request) {
+	sv.handleWorkflowEnd(w, r, fsm.TypeWorkflowFailed)
 }
 
 // handleWorkflowEnd ends a leased workflow as t (completed or failed),
 // after recording the request's counters when it carries any.
-func (n *Node) handleWorkflowEnd(w http.ResponseWriter, r *http.Request, t fsm.EventType) {
-	body, id, ok := n.workerIDPrelude(w, r)
+func (sv *Server) handleWorkflowEnd(w http.ResponseWriter, r *http.Request, t fsm.EventType) {
+	body, id, ok := sv.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}
-	level, err := n.reportLevel(r, n.tier)
+	level, err := sv.reportLevel(r, sv.cfg.Tier)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -135,7 +135,7 @@ func (n *Node) handleWorkflowEnd(w http.ResponseWriter, r *http.Request, t fsm.E
 		writeError(w, err)
 		return
 	}
-	n.submitReports(w, r, id, []report{rp}, level)
+	sv.submitReports(w, r, id, []report{rp}, level)
 }
 
 // endReport checks a complete or fail request and turns it into a report.
@@ -163,10 +163,10 @@ func endReport(t fsm.EventType, req *api.WorkflowEndRequest) (report, error) {
 }
 
 // reportLevel parses durability= of a report; def when absent.
-func (n *Node) reportLevel(r *http.Request, def commit.Durability) (commit.Durability, error) {
+func (sv *Server) reportLevel(r *http.Request, def commit.Durability) (commit.Durability, error) {
 	d, err := parseWriteLevel(r)
 	if err == nil {
-		err = checkLevel(d, n.tier)
+		err = checkLevel(d, sv.cfg.Tier)
 	}
 	if d == 0 {
 		d = def
@@ -181,8 +181,8 @@ func (n *Node) reportLevel(r *http.Request, def commit.Durability) (commit.Durab
 // NONE) has no result: it is written and climbs to the ledger. A report
 // that would make an invalid event fails the whole request (it is the
 // request's fault) before anything is written.
-func (n *Node) submitReports(w http.ResponseWriter, r *http.Request, worker string, reps []report, level commit.Durability) {
-	if _, err := n.activeWorker(worker); err != nil {
+func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker string, reps []report, level commit.Durability) {
+	if _, err := sv.activeWorker(worker); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -190,7 +190,7 @@ func (n *Node) submitReports(w http.ResponseWriter, r *http.Request, worker stri
 	for i := range reps {
 		ids[i] = reps[i].workflow
 	}
-	wfs, err := n.ledgerWorkflows(ids)
+	wfs, err := sv.ledgerWorkflows(ids)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -212,7 +212,7 @@ func (n *Node) submitReports(w http.ResponseWriter, r *http.Request, worker stri
 		}
 		results[i] = api.WorkerReportResult{Workflow: rp.workflow}
 		for _, b := range rp.bodies() {
-			e, err := n.reportEvent(wf, rp.fence, b)
+			e, err := sv.reportEvent(wf, rp.fence, b)
 			if err != nil {
 				writeError(w, err)
 				return
@@ -225,7 +225,7 @@ func (n *Node) submitReports(w http.ResponseWriter, r *http.Request, worker stri
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	res, err := n.pipe.Submit(r.Context(), events, level)
+	res, err := sv.cfg.Writer.Submit(r.Context(), events, level)
 	if err != nil {
 		writeError(w, submitError(err, res))
 		return
@@ -245,7 +245,7 @@ func (n *Node) submitReports(w http.ResponseWriter, r *http.Request, worker stri
 		results[i].Outcome = rs.Outcome.String()
 	}
 	out.Results = knownResults(results)
-	out.WriteResponse = n.writeResponse(w, res, events[len(events)-1].HLC)
+	out.WriteResponse = sv.writeResponse(w, res, events[len(events)-1].HLC)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -263,9 +263,9 @@ func knownResults(rs []api.WorkerReportResult) []api.WorkerReportResult {
 
 // reportEvent builds and validates the event of one report body on wf:
 // fenced by the lease, job, tenant and region from the ledger.
-func (n *Node) reportEvent(wf *fsm.WorkflowState, fence uint64, b fsm.Body) (fsm.Event, error) {
+func (sv *Server) reportEvent(wf *fsm.WorkflowState, fence uint64, b fsm.Body) (fsm.Event, error) {
 	e := fsm.Event{Type: b.EventType(), JobID: wf.JobID, Tenant: wf.Tenant, Region: wf.Region, Fence: fence, Body: b}
-	if err := n.stampOwn(&e); err != nil {
+	if err := sv.cfg.Stamper.Own(&e); err != nil {
 		return fsm.Event{}, err
 	}
 	if err := e.Validate(); err != nil {

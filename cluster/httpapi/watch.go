@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,8 +49,6 @@ const (
 type watchSet struct {
 	active atomic.Int64
 	limit  atomic.Int64 // 0: MaxWatchers; tests lower it
-	once   sync.Once
-	ctx    context.Context
 }
 
 // acquire takes a stream slot; false when the node has MaxWatchers.
@@ -71,20 +68,14 @@ func (ws *watchSet) release() { ws.active.Add(-1) }
 
 // watchContext is r's context, also ended by the node's close, the HTTP
 // server's shutdown and MaxWatchLifetime.
-func (n *Node) watchContext(r *http.Request) (context.Context, context.CancelFunc) {
-	ws := &n.watches
-	ws.once.Do(func() {
-		ctx, cancel := context.WithCancel(n.ctx)
-		ws.ctx = ctx
-		n.srv.RegisterOnShutdown(cancel)
-	})
+func (sv *Server) watchContext(r *http.Request) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(r.Context(), MaxWatchLifetime)
-	stop := context.AfterFunc(ws.ctx, cancel)
+	stop := context.AfterFunc(sv.ctx, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
-func (n *Node) handleWatchJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
+func (sv *Server) handleWatchJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
 	if !ok {
 		return
 	}
@@ -92,40 +83,40 @@ func (n *Node) handleWatchJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !n.watches.acquire() {
+	if !sv.watches.acquire() {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s already serves %d watch streams; try another node", n.cfg.NodeID, MaxWatchers)})
+			Message: fmt.Sprintf("node %s already serves %d watch streams; try another node", sv.cfg.NodeID, MaxWatchers)})
 		return
 	}
-	defer n.watches.release()
-	ctx, cancel := n.watchContext(r)
+	defer sv.watches.release()
+	ctx, cancel := sv.watchContext(r)
 	defer cancel()
-	if n.cfg.Role != RoleGate {
-		n.relayWatch(ctx, w, r)
+	if sv.cfg.Role != RoleGate {
+		sv.relayWatch(ctx, w, r)
 		return
 	}
-	if !n.watchPrelude(w, r) {
+	if !sv.watchPrelude(w, r) {
 		return
 	}
-	index, moved := n.applied.Current()
-	s, err := n.jobFor(p, id)
+	index, moved := sv.cfg.Applied.Current()
+	s, err := sv.jobFor(p, id)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	n.streamJob(ctx, w, s, index, moved)
+	sv.streamJob(ctx, w, s, index, moved)
 }
 
 // watchPrelude accepts consistency=eventual (the default of a watch) or
 // session, and waits for the session's index; false when it answered.
-func (n *Node) watchPrelude(w http.ResponseWriter, r *http.Request) bool {
+func (sv *Server) watchPrelude(w http.ResponseWriter, r *http.Request) bool {
 	switch c := r.URL.Query().Get(api.ParamConsistency); c {
 	case "", api.ConsistencyEventual, api.ConsistencySession:
 	default:
 		writeError(w, badRequest("consistency %q: a watch streams the serving node's applied state; use eventual or session", c))
 		return false
 	}
-	o, err := n.parseReadOpts(r)
+	o, err := sv.parseReadOpts(r)
 	if err != nil {
 		writeError(w, err)
 		return false
@@ -133,17 +124,17 @@ func (n *Node) watchPrelude(w http.ResponseWriter, r *http.Request) bool {
 	if o.consistency != api.ConsistencySession {
 		o.consistency = api.ConsistencyEventual
 	}
-	return n.prepareRead(w, r, o)
+	return sv.prepareRead(w, r, o)
 }
 
 // streamJob sends s (read at applied index or later) and every change of
 // its job until the job ends, ctx ends or a write fails.
-func (n *Node) streamJob(ctx context.Context, w http.ResponseWriter, s *fsm.JobState, index uint64, moved <-chan struct{}) {
+func (sv *Server) streamJob(ctx context.Context, w http.ResponseWriter, s *fsm.JobState, index uint64, moved <-chan struct{}) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // reverse proxies: do not buffer
-	n.setReadHeaders(w)
+	sv.setReadHeaders(w)
 	w.WriteHeader(http.StatusOK)
 	sw := newSSEWriter(w)
 	defer sw.close()
@@ -174,13 +165,13 @@ func (n *Node) streamJob(ctx context.Context, w http.ResponseWriter, s *fsm.JobS
 			case <-t.C:
 			}
 		}
-		index, moved = n.applied.Current()
-		cur, err := n.ledger.JobByID(s.JobID)
+		index, moved = sv.cfg.Applied.Current()
+		cur, err := sv.cfg.Ledger.JobByID(s.JobID)
 		lastRead = time.Now()
 		if err != nil {
 			// A job does not vanish; a store failure ends the stream and
 			// the client reconnects (perhaps elsewhere).
-			n.log.Warn("watch: read job", "job", s.JobID, "err", err)
+			sv.log.Warn("watch: read job", "job", s.JobID, "err", err)
 			return
 		}
 		if !jobChanged(s, cur) {
@@ -257,26 +248,26 @@ func appendSSE(b []byte, event, id string, data []byte) []byte {
 }
 
 // relayWatch sends a watch that reached a manager to a gate of its region
-// and relays the stream as it comes (n.proxy buffers through a client
+// and relays the stream as it comes (proxy buffers through a client
 // with a whole-call timeout, which would cut a stream).
-func (n *Node) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+func (sv *Server) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	hops := r.Header.Values(api.HeaderForwardedBy)
-	if len(hops) >= maxForwardHops || slices.Contains(hops, n.cfg.NodeID) {
+	if len(hops) >= maxForwardHops || slices.Contains(hops, sv.cfg.NodeID) {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s cannot serve this watch and it was already forwarded by %s", n.cfg.NodeID, strings.Join(hops, ", "))})
+			Message: fmt.Sprintf("node %s cannot serve this watch and it was already forwarded by %s", sv.cfg.NodeID, strings.Join(hops, ", "))})
 		return
 	}
-	peers := n.lanPeers(RoleGate, n.cfg.Region)
+	peers := sv.lanPeers(RoleGate, sv.cfg.Region)
 	if len(peers) == 0 {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s (%s) forwards watches to a gate of region %s, and none is alive", n.cfg.NodeID, n.cfg.Role, n.cfg.Region)})
+			Message: fmt.Sprintf("node %s (%s) forwards watches to a gate of region %s, and none is alive", sv.cfg.NodeID, sv.cfg.Role, sv.cfg.Region)})
 		return
 	}
 	start := int(time.Now().UnixNano() % int64(len(peers)))
 	var failures []string
 	for i := range peers {
 		addr := peers[(start+i)%len(peers)].Meta.APIAddr
-		resp, err := n.openWatch(ctx, r, addr, hops)
+		resp, err := sv.openWatch(ctx, r, addr, hops)
 		if err != nil {
 			failures = append(failures, addr+": "+err.Error())
 			continue
@@ -285,12 +276,12 @@ func (n *Node) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return
 	}
 	writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-		Message: fmt.Sprintf("node %s forwarded the watch to the gates of region %s: %s", n.cfg.NodeID, n.cfg.Region, strings.Join(failures, "; "))})
+		Message: fmt.Sprintf("node %s forwarded the watch to the gates of region %s: %s", sv.cfg.NodeID, sv.cfg.Region, strings.Join(failures, "; "))})
 }
 
 // openWatch sends r to addr; the answer's headers must come within
 // peer.CallTimeout, the stream then lasts as long as ctx.
-func (n *Node) openWatch(ctx context.Context, r *http.Request, addr string, hops []string) (*http.Response, error) {
+func (sv *Server) openWatch(ctx context.Context, r *http.Request, addr string, hops []string) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
 	if err != nil {
@@ -305,9 +296,9 @@ func (n *Node) openWatch(ctx context.Context, r *http.Request, addr string, hops
 	for _, h := range hops {
 		req.Header.Add(api.HeaderForwardedBy, h)
 	}
-	req.Header.Add(api.HeaderForwardedBy, n.cfg.NodeID)
+	req.Header.Add(api.HeaderForwardedBy, sv.cfg.NodeID)
 	headers := time.AfterFunc(peer.CallTimeout, cancel)
-	resp, err := (&http.Client{Transport: n.peers.HTTPClient().Transport}).Do(req)
+	resp, err := (&http.Client{Transport: sv.cfg.Peers.HTTPClient().Transport}).Do(req)
 	if err != nil || !headers.Stop() {
 		cancel()
 		if err == nil {
@@ -360,3 +351,11 @@ func relayStream(w http.ResponseWriter, resp *http.Response) {
 		}
 	}
 }
+
+// ActiveWatches is the number of watch streams this node serves (its
+// relays included).
+func (sv *Server) ActiveWatches() int64 { return sv.watches.active.Load() }
+
+// SetMaxWatchers bounds the watch streams from now on; 0 restores
+// MaxWatchers. Streams already open stay.
+func (sv *Server) SetMaxWatchers(n int64) { sv.watches.limit.Store(n) }

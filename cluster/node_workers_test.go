@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
-	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -24,122 +24,6 @@ import (
 // and leased by proposing their events through the regional leader's
 // pipeline, as the reconciler would; the views lease long-polls answer
 // from are published by hand.
-
-func TestWorkerBackpressureLevels(t *testing.T) {
-	tests := []struct {
-		fill float64
-		want string
-	}{
-		{0, api.BackpressureNone}, {0.5, api.BackpressureNone}, {0.6999, api.BackpressureNone},
-		{0.70, api.BackpressureThrottle}, {0.8499, api.BackpressureThrottle},
-		{0.85, api.BackpressureBatch}, {0.9499, api.BackpressureBatch},
-		{0.95, api.BackpressureReject}, {1, api.BackpressureReject}, {1.5, api.BackpressureReject},
-	}
-	for _, tt := range tests {
-		if got := backpressureLevel(tt.fill); got != tt.want {
-			t.Errorf("backpressureLevel(%v) = %s, want %s", tt.fill, got, tt.want)
-		}
-	}
-}
-
-func TestWorkerStopList(t *testing.T) {
-	leased := func(worker string, fence uint64) *fsm.WorkflowState {
-		return &fsm.WorkflowState{Status: fsm.WorkflowStatusLeased, Worker: worker, LeaseFence: fence}
-	}
-	wfs := map[string]*fsm.WorkflowState{
-		"mine":        leased("w1", 3),
-		"other":       leased("w2", 3),
-		"cancelled":   {Status: fsm.WorkflowStatusCancelled, LeaseFence: 3},
-		"rescheduled": {Status: fsm.WorkflowStatusDispatched, LeaseFence: 3},
-		"completed":   {Status: fsm.WorkflowStatusCompleted, LeaseFence: 3},
-	}
-	run := func(ids ...string) []api.RunningWorkflow {
-		var out []api.RunningWorkflow
-		for _, id := range ids {
-			out = append(out, api.RunningWorkflow{Workflow: id, LeaseFence: 3})
-		}
-		return out
-	}
-	tests := []struct {
-		name    string
-		running []api.RunningWorkflow
-		want    []string
-	}{
-		{"nothing running", nil, []string{}},
-		{"own lease kept", run("mine"), []string{}},
-		{"stale fence", []api.RunningWorkflow{{Workflow: "mine", LeaseFence: 2}}, []string{"mine"}},
-		{"newer fence than the ledger", []api.RunningWorkflow{{Workflow: "mine", LeaseFence: 4}}, []string{"mine"}},
-		{"another worker's lease", run("other"), []string{"other"}},
-		{"not leased any more", run("cancelled", "rescheduled", "completed"), []string{"cancelled", "rescheduled", "completed"}},
-		{"unknown, repeated once", run("ghost", "mine", "ghost"), []string{"ghost"}},
-	}
-	for _, tt := range tests {
-		if got := stopList("w1", tt.running, wfs); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: stop = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestWorkerCheckReport(t *testing.T) {
-	wf := func(st fsm.WorkflowStatus, worker string) *fsm.WorkflowState {
-		return &fsm.WorkflowState{ID: "j/use1/a/0", Status: st, Worker: worker, LeaseFence: 2}
-	}
-	const (
-		progress = fsm.TypeWorkflowProgress
-		complete = fsm.TypeWorkflowCompleted
-		fail     = fsm.TypeWorkflowFailed
-	)
-	tests := []struct {
-		name  string
-		wf    *fsm.WorkflowState
-		fence uint64
-		t     fsm.EventType
-		dup   bool
-		code  string // "" for none
-	}{
-		{"progress on own lease", wf(fsm.WorkflowStatusLeased, "w1"), 2, progress, false, ""},
-		{"complete own lease", wf(fsm.WorkflowStatusLeased, "w1"), 2, complete, false, ""},
-		{"unknown workflow", nil, 2, progress, false, "unknown_workflow"},
-		{"stale fence", wf(fsm.WorkflowStatusLeased, "w1"), 1, progress, false, "stale_fence"},
-		{"fence from the future", wf(fsm.WorkflowStatusLeased, "w1"), 3, complete, false, "stale_fence"},
-		{"another worker's lease", wf(fsm.WorkflowStatusLeased, "w2"), 2, progress, false, "worker_mismatch"},
-		{"rescheduled away", wf(fsm.WorkflowStatusDispatched, ""), 2, progress, false, "illegal_transition"},
-		{"progress after the end", wf(fsm.WorkflowStatusCompleted, ""), 2, progress, false, "illegal_transition"},
-		{"complete after a failure", wf(fsm.WorkflowStatusFailed, ""), 2, complete, false, "illegal_transition"},
-		{"cancelled", wf(fsm.WorkflowStatusCancelled, ""), 2, fail, false, "illegal_transition"},
-		{"retried complete", wf(fsm.WorkflowStatusCompleted, ""), 2, complete, true, ""},
-		{"retried fail", wf(fsm.WorkflowStatusFailed, ""), 2, fail, true, ""},
-		{"retried complete, stale fence", wf(fsm.WorkflowStatusCompleted, ""), 1, complete, false, "stale_fence"},
-	}
-	for _, tt := range tests {
-		dup, err := checkReport(tt.wf, "j/use1/a/0", "w1", tt.fence, tt.t)
-		code := ""
-		if err != nil {
-			code = peer.ResultCode(err)
-		}
-		if dup != tt.dup || code != tt.code {
-			t.Errorf("%s: dup %v, code %q (%v); want dup %v, code %q", tt.name, dup, code, err, tt.dup, tt.code)
-		}
-	}
-}
-
-func TestWorkerCheckWorkerID(t *testing.T) {
-	for _, id := range []string{"w1", "w-0123abcd", "Worker_7.eu-1", strings.Repeat("x", fsm.MaxNameBytes)} {
-		if err := checkWorkerID(id); err != nil {
-			t.Errorf("checkWorkerID(%q) = %v, want nil", id, err)
-		}
-	}
-	for _, id := range []string{"", ".", "..", "a/b", "a b", "é", strings.Repeat("x", fsm.MaxNameBytes+1)} {
-		err := checkWorkerID(id)
-		ae, ok := err.(*APIError)
-		if !ok || ae.Status != http.StatusBadRequest || ae.Details["field"] != "worker_id" {
-			t.Errorf("checkWorkerID(%q) = %v, want a 400 naming worker_id", id, err)
-		}
-	}
-	if id := newWorkerID(); !regexp.MustCompile(`^w-[0-9a-f]{8}$`).MatchString(id) || checkWorkerID(id) != nil {
-		t.Errorf("newWorkerID() = %q", id)
-	}
-}
 
 // workerEnv is the shared cluster of the worker API test and what the
 // subtests build in it.
@@ -192,7 +76,7 @@ func (e *workerEnv) propose(t *testing.T, fence uint64, bodies ...fsm.Body) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		events[i] = fsm.Event{ID: randomEventID(), Type: b.EventType(), JobID: e.jobID, Tenant: "acme", Region: "use1",
+		events[i] = fsm.Event{ID: commit.NewEventID(), Type: b.EventType(), JobID: e.jobID, Tenant: "acme", Region: "use1",
 			Node: n.cfg.NodeID, HLC: ts, Fence: fence, Body: b}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTestWait)
@@ -226,17 +110,25 @@ func (e *workerEnv) dispatch(t *testing.T, name, worker string, fence uint64) st
 // workflow reads a workflow from the leader's ledger.
 func (e *workerEnv) workflow(t *testing.T, id string) *fsm.WorkflowState {
 	t.Helper()
-	wfs, err := e.leader().ledgerWorkflows([]string{id})
-	if err != nil || wfs[id] == nil {
-		t.Fatalf("workflow %s: %v (absent: %v)", id, err, wfs[id] == nil)
+	var wf *fsm.WorkflowState
+	err := e.leader().store.View(func(tx fsm.ReadTx) (err error) {
+		wf, err = tx.Workflow(id)
+		return err
+	})
+	if err != nil || wf == nil {
+		t.Fatalf("workflow %s: %v (absent: %v)", id, err, wf == nil)
 	}
-	return wfs[id]
+	return wf
 }
 
 // worker reads a worker from the leader's ledger (nil if never seen).
 func (e *workerEnv) worker(t *testing.T, id string) *fsm.WorkerState {
 	t.Helper()
-	ws, err := e.leader().ledgerWorker(id)
+	var ws *fsm.WorkerState
+	err := e.leader().store.View(func(tx fsm.ReadTx) (err error) {
+		ws, err = tx.Worker(id)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +264,7 @@ func testWorkerRegister(t *testing.T, e *workerEnv, followers []string) {
 	if after := e.state(t); after != before {
 		t.Fatalf("a repeated registration changed the ledger")
 	}
-	e.refused(t, e.lead, "POST", "/v1/workers", `{"worker_id":"w1","region":"use1","capacity":5}`, http.StatusConflict, CodeConflict)
+	e.refused(t, e.lead, "POST", "/v1/workers", `{"worker_id":"w1","region":"use1","capacity":5}`, http.StatusConflict, httpapi.CodeConflict)
 
 	// Through a follower and through a gate: forwarded to the leader.
 	e.register(t, followers[1], "w2", 2, http.StatusCreated)
@@ -411,7 +303,7 @@ func testWorkerRegister(t *testing.T, e *workerEnv, followers []string) {
 		{``, "", 400, ""},
 		{`{"worker_id":"w9","region":"use1","capacity":1}`, "?durability=global", 400, ""},
 		{`{"worker_id":"w9","region":"use1","capacity":1}`, "?durability=soon", 400, ""},
-		{`{"worker_id":"` + strings.Repeat("w", MaxRequestBytes) + `"}`, "", 413, ""},
+		{`{"worker_id":"` + strings.Repeat("w", httpapi.MaxRequestBytes) + `"}`, "", 413, ""},
 	} {
 		ae := e.refused(t, e.lead, "POST", "/v1/workers"+tt.query, tt.body, tt.status, "")
 		if tt.field != "" && ae.Details["field"] != tt.field {
@@ -502,12 +394,12 @@ func testWorkerHeartbeat(t *testing.T, e *workerEnv) {
 	if !e.lastHeard("nobody").IsZero() {
 		t.Fatal("a heartbeat of an unknown worker was remembered")
 	}
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"","lease_fence":1}]}`, 400, CodeBadRequest)
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x","lease_fence":0}]}`, 400, CodeBadRequest)
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x"}],"more":1}`, 400, CodeBadRequest)
-	e.refused(t, e.lead, "POST", "/v1/workers/a%20b/heartbeat", `{"running":[]}`, 400, CodeBadRequest)
-	many, _ := json.Marshal(api.HeartbeatRequest{Running: make([]api.RunningWorkflow, MaxRunningPerHeartbeat+1)})
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", string(many), 413, CodeTooLarge)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"","lease_fence":1}]}`, 400, httpapi.CodeBadRequest)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x","lease_fence":0}]}`, 400, httpapi.CodeBadRequest)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x"}],"more":1}`, 400, httpapi.CodeBadRequest)
+	e.refused(t, e.lead, "POST", "/v1/workers/a%20b/heartbeat", `{"running":[]}`, 400, httpapi.CodeBadRequest)
+	many, _ := json.Marshal(api.HeartbeatRequest{Running: make([]api.RunningWorkflow, httpapi.MaxRunningPerHeartbeat+1)})
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", string(many), 413, httpapi.CodeTooLarge)
 }
 
 func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
@@ -578,23 +470,25 @@ func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
 		done <- answer{ll, time.Since(sent), err}
 	}()
 	waitUntil(t, "long poll waiting", func() bool { return !e.lastHeard("w1").Before(sent) })
-	n.life.PublishView(&lifecycle.View{Index: 101, Leases: map[string][]*fsm.WorkflowState{"w1": {e.workflow(t, a)}}})
+	view := &lifecycle.View{Index: 101, Leases: map[string][]*fsm.WorkflowState{"w1": {e.workflow(t, a)}}}
+	published := time.Now() // the poll answers, and renews liveness, after this
+	n.life.PublishView(view)
 	got := <-done
 	if got.err != nil || got.ll.Index != 101 || len(got.ll.Leases) != 1 || got.ll.Leases[0].Workflow != a || got.took > 20*time.Second {
 		t.Fatalf("long poll: %+v after %s (%v)", got.ll, got.took, got.err)
 	}
-	if heard := e.lastHeard("w1"); heard.Before(sent.Add(got.took / 2)) {
+	if heard := e.lastHeard("w1"); heard.Before(published) {
 		t.Fatalf("the poll's answer did not renew liveness (last heard %s)", heard)
 	}
 
 	// A long wait through a follower is cut to what forwarding allows.
 	ll, took = get(followers[1], "w1", "?index=101&wait=30s")
-	if ll.Index != 101 || took < maxForwardedLeaseWait-time.Second || took > maxForwardedLeaseWait+5*time.Second {
+	if ll.Index != 101 || took < httpapi.MaxForwardedLeaseWait-time.Second || took > httpapi.MaxForwardedLeaseWait+5*time.Second {
 		t.Fatalf("forwarded long poll: %+v after %s", ll, took)
 	}
 
 	for _, q := range []string{"?index=x", "?index=-1", "?wait=forever", "?wait=-1s", "?wait=31s"} {
-		e.refused(t, e.lead, "GET", "/v1/workers/w1/leases"+q, "", 400, CodeBadRequest)
+		e.refused(t, e.lead, "GET", "/v1/workers/w1/leases"+q, "", 400, httpapi.CodeBadRequest)
 	}
 	e.refused(t, e.lead, "GET", "/v1/workers/nobody/leases?wait=0s", "", 404, api.CodeUnknownWorker)
 }
@@ -660,16 +554,16 @@ func testWorkerProgress(t *testing.T, e *workerEnv) {
 	} {
 		e.refused(t, e.lead, "POST", "/v1/workers/w1/progress?durability=regional", tt.body, tt.status, "")
 	}
-	updates := make([]api.ProgressUpdate, MaxProgressUpdates+1)
+	updates := make([]api.ProgressUpdate, httpapi.MaxProgressUpdates+1)
 	for i := range updates {
 		updates[i] = api.ProgressUpdate{Workflow: fmt.Sprintf("%s/use1/x/%d", e.jobID, i), LeaseFence: 1}
 	}
 	many, _ := json.Marshal(api.ProgressRequest{Updates: updates})
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/progress", string(many), 413, CodeTooLarge)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/progress", string(many), 413, httpapi.CodeTooLarge)
 	e.refused(t, e.lead, "POST", "/v1/workers/nobody/progress", fmt.Sprintf(`{"updates":[{"workflow":%q,"lease_fence":3}]}`, a),
 		404, api.CodeUnknownWorker)
 	e.refused(t, e.lead, "POST", "/v1/workers/w1/progress?durability=global", fmt.Sprintf(`{"updates":[{"workflow":%q,"lease_fence":3}]}`, a),
-		400, CodeBadRequest)
+		400, httpapi.CodeBadRequest)
 }
 
 func testWorkerEnd(t *testing.T, e *workerEnv) {
@@ -727,7 +621,7 @@ func testWorkerDeregister(t *testing.T, e *workerEnv) {
 	if r.status != http.StatusOK {
 		t.Fatalf("deregister: %d %s", r.status, r.body)
 	}
-	if ws := e.worker(t, "w3"); ws == nil || ws.Active || ws.Reason != workerLeftReason {
+	if ws := e.worker(t, "w3"); ws == nil || ws.Active || ws.Reason != httpapi.WorkerLeftReason {
 		t.Fatalf("after deregister: %+v", ws)
 	}
 	if !e.lastHeard("w3").IsZero() {
@@ -742,7 +636,7 @@ func testWorkerDeregister(t *testing.T, e *workerEnv) {
 	}
 	e.refused(t, e.lead, "POST", "/v1/workers/w3/heartbeat", `{"running":[]}`, 404, api.CodeUnknownWorker)
 	e.refused(t, e.lead, "DELETE", "/v1/workers/ghost", "", 404, api.CodeUnknownWorker)
-	e.refused(t, e.lead, "DELETE", "/v1/workers/w3?durability=global", "", 400, CodeBadRequest)
+	e.refused(t, e.lead, "DELETE", "/v1/workers/w3?durability=global", "", 400, httpapi.CodeBadRequest)
 	// A departed worker may register again.
 	e.register(t, e.lead, "w3", 2, http.StatusCreated)
 	if ws := e.worker(t, "w3"); ws == nil || !ws.Active || ws.Capacity != 2 {

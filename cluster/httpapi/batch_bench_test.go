@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"encoding/binary"

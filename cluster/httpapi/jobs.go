@@ -1,7 +1,6 @@
-package cluster
+package httpapi
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -35,8 +34,8 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // forwardJobCall sends a job call that reached a manager to a gate; it
 // returns true when it did (or failed trying).
-func (n *Node) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
-	if n.cfg.Role == RoleGate {
+func (sv *Server) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
+	if sv.cfg.Role == RoleGate {
 		return false
 	}
 	body, err := readBody(r)
@@ -44,29 +43,29 @@ func (n *Node) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, err)
 		return true
 	}
-	n.forwardToRole(w, r, body, RoleGate)
+	sv.forwardToRole(w, r, body, RoleGate)
 	return true
 }
 
 // writeLevel parses durability= for a write of this node's tier (empty:
 // the tier).
-func (n *Node) writeLevel(r *http.Request) (commit.Durability, error) {
+func (sv *Server) writeLevel(r *http.Request) (commit.Durability, error) {
 	d, err := parseWriteLevel(r)
 	if err == nil {
-		err = checkLevel(d, n.tier)
+		err = checkLevel(d, sv.cfg.Tier)
 	}
 	if d == 0 {
-		d = n.tier
+		d = sv.cfg.Tier
 	}
 	return d, err
 }
 
-func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
-	if !ok || n.forwardJobCall(w, r) {
+func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
+	if !ok || sv.forwardJobCall(w, r) {
 		return
 	}
-	level, err := n.writeLevel(r)
+	level, err := sv.writeLevel(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -80,39 +79,39 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, forbidden(p, auth.ScopeJobsWrite, spec.Tenant))
 		return
 	}
-	if err := n.checkRegions(spec.Regions); err != nil {
+	if err := sv.checkRegions(spec.Regions); err != nil {
 		writeError(w, err)
 		return
 	}
 	var eventID fsm.EventID
 	if spec.IdempotencyKey != "" {
 		eventID = idempotentEventID(spec.Tenant, spec.IdempotencyKey)
-		if n.replayFromLedger(w, eventID, &spec) {
+		if sv.replayFromLedger(w, eventID, &spec) {
 			return
 		}
 	} else {
-		eventID = randomEventID()
+		eventID = commit.NewEventID()
 	}
-	jobID, ts, err := n.jobIDs.Next()
+	jobID, ts, err := sv.cfg.JobIDs.Next()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	e := fsm.Event{ID: eventID, Type: fsm.TypeJobCreated, JobID: jobID, Tenant: spec.Tenant, Region: n.cfg.Region,
-		Node: n.cfg.NodeID, HLC: ts, Fence: 1, Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}}
+	e := fsm.Event{ID: eventID, Type: fsm.TypeJobCreated, JobID: jobID, Tenant: spec.Tenant, Region: sv.cfg.Region,
+		Node: sv.cfg.NodeID, HLC: ts, Fence: 1, Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}}
 	if err := e.Validate(); err != nil {
 		writeError(w, eventError(err))
 		return
 	}
 	if spec.IdempotencyKey != "" {
-		if prev, fresh := n.idem.claim(eventID, idemEntry{jobID: jobID, spec: &spec, hlc: ts}); !fresh {
-			n.answerReplay(w, prev, &spec)
+		if prev, fresh := sv.idem.claim(eventID, idemEntry{jobID: jobID, spec: &spec, hlc: ts}); !fresh {
+			sv.answerReplay(w, prev, &spec)
 			return
 		}
 	}
-	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	res, err := sv.cfg.Writer.Submit(r.Context(), []fsm.Event{e}, level)
 	if spec.IdempotencyKey != "" {
-		n.idem.settle(eventID, res.Level)
+		sv.idem.settle(eventID, res.Level)
 	}
 	if err != nil {
 		writeError(w, submitError(err, res))
@@ -122,11 +121,11 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		// The key's job was created earlier (through another gate, or
 		// before this gate applied it): answer from the ledger once this
 		// node has applied the entry that found the conflict.
-		if err := n.applied.Wait(r.Context(), res.Index); err != nil {
+		if err := sv.cfg.Applied.Wait(r.Context(), res.Index); err != nil {
 			writeError(w, submitError(err, res))
 			return
 		}
-		if n.replayFromLedger(w, eventID, &spec) {
+		if sv.replayFromLedger(w, eventID, &spec) {
 			return
 		}
 	}
@@ -134,15 +133,15 @@ func (n *Node) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := api.SubmitJobResponse{JobID: jobID, WriteResponse: n.writeResponse(w, res, ts)}
+	out := api.SubmitJobResponse{JobID: jobID, WriteResponse: sv.writeResponse(w, res, ts)}
 	w.Header().Set("Location", "/v1/jobs/"+jobID)
 	writeJSON(w, http.StatusCreated, out)
 }
 
 // writeResponse is the common part of a write's answer; it sets the
 // session header when the write reached its tier.
-func (n *Node) writeResponse(w http.ResponseWriter, res commit.SubmitResult, ts hlc.Timestamp) api.WriteResponse {
-	out := api.WriteResponse{Durability: res.Level.String(), HLC: ts, Session: n.sessionToken(res.Index)}
+func (sv *Server) writeResponse(w http.ResponseWriter, res commit.SubmitResult, ts hlc.Timestamp) api.WriteResponse {
+	out := api.WriteResponse{Durability: res.Level.String(), HLC: ts, Session: sv.sessionToken(res.Index)}
 	if out.Session != "" {
 		w.Header().Set(api.HeaderSession, out.Session)
 	}
@@ -150,9 +149,9 @@ func (n *Node) writeResponse(w http.ResponseWriter, res commit.SubmitResult, ts 
 }
 
 // checkRegions refuses a region no gate of the cluster serves.
-func (n *Node) checkRegions(regions []string) error {
-	known := map[string]bool{n.cfg.Region: true}
-	for _, m := range n.members.Members() {
+func (sv *Server) checkRegions(regions []string) error {
+	known := map[string]bool{sv.cfg.Region: true}
+	for _, m := range sv.cfg.Members.Members() {
 		known[m.Meta.Region] = true
 	}
 	for _, r := range regions {
@@ -164,36 +163,30 @@ func (n *Node) checkRegions(regions []string) error {
 	return nil
 }
 
-func randomEventID() fsm.EventID {
-	var id fsm.EventID
-	_, _ = rand.Read(id[:])
-	return id
-}
-
-func (n *Node) handleGetJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
-	if !ok || n.forwardJobCall(w, r) {
+func (sv *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
+	if !ok || sv.forwardJobCall(w, r) {
 		return
 	}
 	id, ok := jobIDParam(w, r)
 	if !ok {
 		return
 	}
-	s, ok := n.readJob(w, r, p, id)
+	s, ok := sv.readJob(w, r, p, id)
 	if !ok {
 		return
 	}
-	n.setReadHeaders(w)
+	sv.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, s)
 }
 
 // readJob is a read call's prelude (consistency) and its job: the job p
 // may read, or false with the error written.
-func (n *Node) readJob(w http.ResponseWriter, r *http.Request, p auth.Principal, id string) (*fsm.JobState, bool) {
-	if !n.readPrelude(w, r) {
+func (sv *Server) readJob(w http.ResponseWriter, r *http.Request, p auth.Principal, id string) (*fsm.JobState, bool) {
+	if !sv.readPrelude(w, r) {
 		return nil, false
 	}
-	s, err := n.jobFor(p, id)
+	s, err := sv.jobFor(p, id)
 	if err != nil {
 		writeError(w, err)
 		return nil, false
@@ -203,8 +196,8 @@ func (n *Node) readJob(w http.ResponseWriter, r *http.Request, p auth.Principal,
 
 // jobFor reads a job the principal may read; another tenant's job is "not
 // found", so a token never learns that it exists.
-func (n *Node) jobFor(p auth.Principal, id string) (*fsm.JobState, error) {
-	s, err := n.ledger.JobByID(id)
+func (sv *Server) jobFor(p auth.Principal, id string) (*fsm.JobState, error) {
+	s, err := sv.cfg.Ledger.JobByID(id)
 	if err == nil && !p.Allows(auth.ScopeJobsRead, s.Tenant) {
 		err = fsm.ErrNotFound
 	}
@@ -214,9 +207,9 @@ func (n *Node) jobFor(p auth.Principal, id string) (*fsm.JobState, error) {
 	return s, err
 }
 
-func (n *Node) handleListJobs(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
-	if !ok || n.forwardJobCall(w, r) {
+func (sv *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
+	if !ok || sv.forwardJobCall(w, r) {
 		return
 	}
 	q := r.URL.Query()
@@ -243,21 +236,21 @@ func (n *Node) handleListJobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !n.readPrelude(w, r) {
+	if !sv.readPrelude(w, r) {
 		return
 	}
-	page, err := n.ledger.ListJobs(jq)
+	page, err := sv.cfg.Ledger.ListJobs(jq)
 	if err != nil {
 		writeError(w, readError(err))
 		return
 	}
-	n.setReadHeaders(w)
+	sv.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, api.JobList{Jobs: orEmpty(page.Jobs), NextCursor: page.Next})
 }
 
-func (n *Node) handleJobEvents(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
-	if !ok || n.forwardJobCall(w, r) {
+func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
+	if !ok || sv.forwardJobCall(w, r) {
 		return
 	}
 	id, ok := jobIDParam(w, r)
@@ -273,12 +266,12 @@ func (n *Node) handleJobEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s, ok := n.readJob(w, r, p, id)
+	s, ok := sv.readJob(w, r, p, id)
 	if !ok {
 		return
 	}
 	eq.Tenant = s.Tenant
-	page, err := n.ledger.JobEvents(eq)
+	page, err := sv.cfg.Ledger.JobEvents(eq)
 	if err != nil {
 		writeError(w, readError(err))
 		return
@@ -287,20 +280,20 @@ func (n *Node) handleJobEvents(w http.ResponseWriter, r *http.Request) {
 	for i, se := range page.Events {
 		out.Events[i] = *se
 	}
-	n.setReadHeaders(w)
+	sv.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
-	if !ok || n.forwardJobCall(w, r) {
+func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
+	if !ok || sv.forwardJobCall(w, r) {
 		return
 	}
 	id, ok := jobIDParam(w, r)
 	if !ok {
 		return
 	}
-	level, err := n.writeLevel(r)
+	level, err := sv.writeLevel(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -317,15 +310,15 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	}
 	// The cancel's fence comes from the job's current state: read it
 	// linearizably, on the leader.
-	if !n.raft.IsLeader() {
-		n.forwardToLeader(w, r, body, "cancels are decided by the leader")
+	if !sv.cfg.Consensus.IsLeader() {
+		sv.forwardToLeader(w, r, body, "cancels are decided by the leader")
 		return
 	}
-	if err := n.raft.ConfirmLeadership(r.Context()); err != nil {
+	if err := sv.cfg.Consensus.ConfirmLeadership(r.Context()); err != nil {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "cancel: " + err.Error()})
 		return
 	}
-	s, err := n.jobFor(p, id)
+	s, err := sv.jobFor(p, id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -342,7 +335,7 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	if req.Requestor == "" {
 		req.Requestor = p.Name
 	}
-	res, ts, ok := n.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: s.Tenant,
+	res, ts, ok := sv.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: s.Tenant,
 		Fence: s.Fence + 1, Body: &fsm.JobCancellationRequested{Reason: req.Reason, Requestor: req.Requestor}})
 	if !ok {
 		return
@@ -351,7 +344,7 @@ func (n *Node) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := api.CancelJobResponse{JobID: id, WriteResponse: n.writeResponse(w, res, ts)}
+	out := api.CancelJobResponse{JobID: id, WriteResponse: sv.writeResponse(w, res, ts)}
 	if len(res.Results) == 1 {
 		out.Outcome = res.Results[0].Outcome.String()
 	}
@@ -370,13 +363,13 @@ func jobIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 // readPrelude parses a read's consistency options and makes the node fit
 // to answer it (prepareRead); false when it has answered already.
-func (n *Node) readPrelude(w http.ResponseWriter, r *http.Request) bool {
-	o, err := n.parseReadOpts(r)
+func (sv *Server) readPrelude(w http.ResponseWriter, r *http.Request) bool {
+	o, err := sv.parseReadOpts(r)
 	if err != nil {
 		writeError(w, err)
 		return false
 	}
-	return n.prepareRead(w, r, o)
+	return sv.prepareRead(w, r, o)
 }
 
 func orAll(tenant string) string {

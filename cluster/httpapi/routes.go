@@ -1,9 +1,7 @@
-package cluster
+package httpapi
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"sort"
@@ -44,76 +42,53 @@ func (rt route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allowed, ", "))})
 }
 
-func (n *Node) routes() http.Handler {
+func (sv *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	handle := func(pattern string, rt route) { mux.Handle(pattern, n.instrument(pattern, rt)) }
-	handle("/livez", route{"GET": n.handleLivez})
-	handle("/readyz", route{"GET": n.handleReadyz})
-	mux.Handle("/metrics", promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{Registry: n.reg}))
+	handle := func(pattern string, rt route) { mux.Handle(pattern, sv.instrument(pattern, rt)) }
+	handle("/livez", route{"GET": sv.handleLivez})
+	handle("/readyz", route{"GET": sv.handleReadyz})
+	mux.Handle("/metrics", promhttp.HandlerFor(sv.cfg.Registry, promhttp.HandlerOpts{Registry: sv.cfg.Registry}))
 
-	handle("/v1/jobs", route{"POST": n.handleSubmitJob, "GET": n.handleListJobs})
-	handle("/v1/jobs/{id}", route{"GET": n.handleGetJob})
-	handle("/v1/jobs/{id}/cancel", route{"POST": n.handleCancelJob})
-	handle("/v1/jobs/{id}/events", route{"GET": n.handleJobEvents})
-	handle("/v1/jobs/{id}/watch", route{"GET": n.handleWatchJob})
-	handle("/v1/events:batch", route{"POST": n.handleEventsBatch})
-	handle("/v1/jobs/{id}/workflows", route{"GET": n.handleJobWorkflows})
-	handle("/v1/chain/verify", route{"GET": n.handleVerifyChain})
+	handle("/v1/jobs", route{"POST": sv.handleSubmitJob, "GET": sv.handleListJobs})
+	handle("/v1/jobs/{id}", route{"GET": sv.handleGetJob})
+	handle("/v1/jobs/{id}/cancel", route{"POST": sv.handleCancelJob})
+	handle("/v1/jobs/{id}/events", route{"GET": sv.handleJobEvents})
+	handle("/v1/jobs/{id}/watch", route{"GET": sv.handleWatchJob})
+	handle("/v1/events:batch", route{"POST": sv.handleEventsBatch})
+	handle("/v1/jobs/{id}/workflows", route{"GET": sv.handleJobWorkflows})
+	handle("/v1/chain/verify", route{"GET": sv.handleVerifyChain})
 
-	handle("/v1/workers", route{"POST": n.handleRegisterWorker})
-	handle("/v1/workers/{id}", route{"DELETE": n.handleDeregisterWorker})
-	handle("/v1/workers/{id}/heartbeat", route{"POST": n.handleHeartbeat})
-	handle("/v1/workers/{id}/leases", route{"GET": n.handleLeases})
-	handle("/v1/workers/{id}/progress", route{"POST": n.handleProgress})
-	handle("/v1/workers/{id}/complete", route{"POST": n.handleCompleteWorkflow})
-	handle("/v1/workers/{id}/fail", route{"POST": n.handleFailWorkflow})
+	handle("/v1/workers", route{"POST": sv.handleRegisterWorker})
+	handle("/v1/workers/{id}", route{"DELETE": sv.handleDeregisterWorker})
+	handle("/v1/workers/{id}/heartbeat", route{"POST": sv.handleHeartbeat})
+	handle("/v1/workers/{id}/leases", route{"GET": sv.handleLeases})
+	handle("/v1/workers/{id}/progress", route{"POST": sv.handleProgress})
+	handle("/v1/workers/{id}/complete", route{"POST": sv.handleCompleteWorkflow})
+	handle("/v1/workers/{id}/fail", route{"POST": sv.handleFailWorkflow})
 
-	handle("/v1/cluster/members", route{"GET": n.handleMembers})
-	handle("/v1/cluster/raft", route{"GET": n.handleRaft})
-	handle("/v1/cluster/raft/join", route{"POST": n.operator(n.handleJoin)})
-	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": n.operator(n.handleRemovePeer)})
-	handle("/v1/cluster/raft/transfer-leadership", route{"POST": n.operator(n.handleTransfer)})
-	if n.cfg.EnableFaultInjection {
-		faults := faultnet.Handler(n.faults)
+	handle("/v1/cluster/members", route{"GET": sv.handleMembers})
+	handle("/v1/cluster/raft", route{"GET": sv.handleRaft})
+	handle("/v1/cluster/raft/join", route{"POST": sv.operator(sv.handleJoin)})
+	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": sv.operator(sv.handleRemovePeer)})
+	handle("/v1/cluster/raft/transfer-leadership", route{"POST": sv.operator(sv.handleTransfer)})
+	if sv.cfg.EnableFaultInjection {
+		faults := faultnet.Handler(sv.cfg.Faults)
 		handle("/v1/debug/faults", route{
-			"GET": n.operator(faults.ServeHTTP),
-			"PUT": n.operator(faults.ServeHTTP),
+			"GET": sv.operator(faults.ServeHTTP),
+			"PUT": sv.operator(faults.ServeHTTP),
 		})
 	}
-	for path, h := range n.peers.Routes() {
+	for path, h := range sv.cfg.Peers.Routes() {
 		handle(path, route{"POST": h})
 	}
 	// pprof, operator only (DESIGN §12: profiles on the admin listener).
-	mux.Handle("/debug/pprof/", n.operator(pprof.Index))
-	mux.Handle("/debug/pprof/profile", n.operator(pprof.Profile))
-	mux.Handle("/debug/pprof/trace", n.operator(pprof.Trace))
+	mux.Handle("/debug/pprof/", sv.operator(pprof.Index))
+	mux.Handle("/debug/pprof/profile", sv.operator(pprof.Profile))
+	mux.Handle("/debug/pprof/trace", sv.operator(pprof.Trace))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
 	return mux
-}
-
-// listenHTTP listens on http_addr, through the fault layer, so a
-// partition cuts node-to-node calls in both directions (clients on other
-// addresses are not affected).
-func (n *Node) listenHTTP() error {
-	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("http listen: %w", err)
-	}
-	n.ln = n.faults.WrapListener(ln)
-	return nil
-}
-
-// serveHTTP serves the API on the listener in the background.
-func (n *Node) serveHTTP() {
-	n.httpMetrics = newHTTPMetrics(n.reg)
-	n.srv = &http.Server{Handler: n.routes(), ReadHeaderTimeout: httpReadHeaderTimeout}
-	go func() {
-		if err := n.srv.Serve(n.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.log.Error("http server stopped", "err", err)
-		}
-	}()
 }
 
 // httpMetrics are strata_http_*: requests by route and status class.
@@ -163,7 +138,7 @@ func (s *statusWriter) Flush() {
 	}
 }
 
-func (n *Node) instrument(routeName string, h http.Handler) http.Handler {
+func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -172,37 +147,23 @@ func (n *Node) instrument(routeName string, h http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				n.log.Error("http handler panic", "route", routeName, "panic", v)
+				sv.log.Error("http handler panic", "route", routeName, "panic", v)
 				if sw.status == 0 {
 					writeError(sw, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
 				}
 			}
-			n.httpMetrics.requests.WithLabelValues(routeName, r.Method, strconv.Itoa(sw.status)).Inc()
-			n.httpMetrics.seconds.WithLabelValues(routeName).Observe(time.Since(start).Seconds())
+			sv.metrics.requests.WithLabelValues(routeName, r.Method, strconv.Itoa(sw.status)).Inc()
+			sv.metrics.seconds.WithLabelValues(routeName).Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(sw, r)
 	})
 }
 
-// stampOwn fills in what this node sets on an event it originates: a
-// fresh id, its name, an HLC reading, and its region unless e has one.
-func (n *Node) stampOwn(e *fsm.Event) error {
-	ts, err := n.clock.Now()
-	if err != nil {
-		return err
-	}
-	e.ID, e.Node, e.HLC = randomEventID(), n.cfg.NodeID, ts
-	if e.Region == "" {
-		e.Region = n.cfg.Region
-	}
-	return nil
-}
-
 // submitOwn submits one event this node originates (e carries its type,
-// body and job fields): it stamps it (stampOwn), validates it and submits
+// body and job fields): it stamps it (Stamper.Own), validates it and submits
 // it at level. On failure it writes the error and returns false.
-func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level commit.Durability, e fsm.Event) (commit.SubmitResult, hlc.Timestamp, bool) {
-	if err := n.stampOwn(&e); err != nil {
+func (sv *Server) submitOwn(w http.ResponseWriter, r *http.Request, level commit.Durability, e fsm.Event) (commit.SubmitResult, hlc.Timestamp, bool) {
+	if err := sv.cfg.Stamper.Own(&e); err != nil {
 		writeError(w, err)
 		return commit.SubmitResult{}, e.HLC, false
 	}
@@ -210,7 +171,7 @@ func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level commit.Du
 		writeError(w, eventError(err))
 		return commit.SubmitResult{}, e.HLC, false
 	}
-	res, err := n.pipe.Submit(r.Context(), []fsm.Event{e}, level)
+	res, err := sv.cfg.Writer.Submit(r.Context(), []fsm.Event{e}, level)
 	if err != nil {
 		writeError(w, submitError(err, res))
 		return res, e.HLC, false
@@ -219,8 +180,8 @@ func (n *Node) submitOwn(w http.ResponseWriter, r *http.Request, level commit.Du
 }
 
 // principal authenticates r; on failure it writes the 401 and returns false.
-func (n *Node) principal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
-	p, err := n.auth.Authenticate(r)
+func (sv *Server) principal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	p, err := sv.cfg.Auth.Authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
 		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: err.Error()})
@@ -239,9 +200,9 @@ func forbidden(p auth.Principal, scope auth.Scope, tenant string) *APIError {
 }
 
 // operator wraps an operator-only handler.
-func (n *Node) operator(h http.HandlerFunc) http.HandlerFunc {
+func (sv *Server) operator(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := n.principal(w, r)
+		p, ok := sv.principal(w, r)
 		if !ok {
 			return
 		}
@@ -254,13 +215,13 @@ func (n *Node) operator(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // setReadHeaders adds Strata-Index, Strata-Last-Contact and Strata-Leader.
-func (n *Node) setReadHeaders(w http.ResponseWriter) {
+func (sv *Server) setReadHeaders(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set(api.HeaderIndex, strconv.FormatUint(n.ledger.AppliedIndex(), 10))
-	h.Set(api.HeaderLastContact, strconv.FormatInt(n.lastContact().Milliseconds(), 10))
-	h.Set(api.HeaderLeader, n.raft.Leader().ID)
+	h.Set(api.HeaderIndex, strconv.FormatUint(sv.cfg.Ledger.AppliedIndex(), 10))
+	h.Set(api.HeaderLastContact, strconv.FormatInt(sv.lastContact().Milliseconds(), 10))
+	h.Set(api.HeaderLeader, sv.cfg.Consensus.Leader().ID)
 }
 
 // lastContact is how long ago this node heard from its leader (group.Never
 // when it never did).
-func (n *Node) lastContact() time.Duration { return n.raft.LastContact() }
+func (sv *Server) lastContact() time.Duration { return sv.cfg.Consensus.LastContact() }

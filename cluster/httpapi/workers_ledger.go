@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 // state the Ledger's own reads see.
 
 // ledgerWorker returns the worker's state, nil if it was never registered.
-func (n *Node) ledgerWorker(id string) (*fsm.WorkerState, error) {
+func (sv *Server) ledgerWorker(id string) (*fsm.WorkerState, error) {
 	var ws *fsm.WorkerState
-	err := n.store.View(func(tx fsm.ReadTx) error {
+	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
 		var err error
 		ws, err = tx.Worker(id)
 		return err
@@ -27,9 +27,9 @@ func (n *Node) ledgerWorker(id string) (*fsm.WorkerState, error) {
 
 // ledgerWorkflows returns the states of the workflows among ids that the
 // ledger holds, by id, from one consistent state.
-func (n *Node) ledgerWorkflows(ids []string) (map[string]*fsm.WorkflowState, error) {
+func (sv *Server) ledgerWorkflows(ids []string) (map[string]*fsm.WorkflowState, error) {
 	out := make(map[string]*fsm.WorkflowState, len(ids))
-	err := n.store.View(func(tx fsm.ReadTx) error {
+	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
 		for _, id := range ids {
 			if _, seen := out[id]; seen {
 				continue

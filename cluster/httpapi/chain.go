@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"errors"
@@ -14,9 +14,9 @@ import (
 // link verifies, 409 with the first broken link otherwise. Served by
 // gates (the global ledger's chain); a manager forwards it to its
 // region's gate like every job read.
-func (n *Node) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
-	if !ok || n.forwardJobCall(w, r) {
+func (sv *Server) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
+	if !ok || sv.forwardJobCall(w, r) {
 		return
 	}
 	tenant := r.URL.Query().Get("tenant")
@@ -29,10 +29,10 @@ func (n *Node) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, forbidden(p, auth.ScopeJobsRead, tenant))
 		return
 	}
-	if !n.readPrelude(w, r) {
+	if !sv.readPrelude(w, r) {
 		return
 	}
-	head, err := n.ledger.VerifyChain(tenant)
+	head, err := sv.cfg.Ledger.VerifyChain(tenant)
 	var ce *fsm.ChainError
 	switch {
 	case errors.As(err, &ce):
@@ -43,6 +43,6 @@ func (n *Node) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, readError(err))
 		return
 	}
-	n.setReadHeaders(w)
+	sv.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, api.ChainVerification{Tenant: tenant, Seq: head.Seq, Link: head.Link.String(), Verified: true})
 }

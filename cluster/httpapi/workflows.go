@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"net/http"
@@ -12,8 +12,8 @@ import (
 // Workflows live in the regional ledgers, so a manager answers from its
 // own; a gate forwards the call to a manager of its region. Like a job
 // read, another tenant's job is "not found".
-func (n *Node) handleJobWorkflows(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
+func (sv *Server) handleJobWorkflows(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
 	if !ok {
 		return
 	}
@@ -21,16 +21,16 @@ func (n *Node) handleJobWorkflows(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if n.cfg.Role == RoleGate {
-		n.forwardToRole(w, r, nil, RoleManager)
+	if sv.cfg.Role == RoleGate {
+		sv.forwardToRole(w, r, nil, RoleManager)
 		return
 	}
-	if _, ok := n.readJob(w, r, p, id); !ok {
+	if _, ok := sv.readJob(w, r, p, id); !ok {
 		return
 	}
-	out := api.WorkflowList{Region: n.cfg.Region, Workflows: []fsm.WorkflowState{}}
-	err := n.store.View(func(tx fsm.ReadTx) error {
-		return tx.Workflows(id+"/"+n.cfg.Region+"/", func(wf *fsm.WorkflowState) error {
+	out := api.WorkflowList{Region: sv.cfg.Region, Workflows: []fsm.WorkflowState{}}
+	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		return tx.Workflows(id+"/"+sv.cfg.Region+"/", func(wf *fsm.WorkflowState) error {
 			out.Workflows = append(out.Workflows, *wf)
 			return nil
 		})
@@ -39,6 +39,6 @@ func (n *Node) handleJobWorkflows(w http.ResponseWriter, r *http.Request) {
 		writeError(w, readError(err))
 		return
 	}
-	n.setReadHeaders(w)
+	sv.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, out)
 }

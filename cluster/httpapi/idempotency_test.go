@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"fmt"
@@ -64,7 +64,7 @@ func TestIdempotencyCache_ForgottenClaimDoesNotEvictTheNextOne(t *testing.T) {
 }
 
 func TestAnswerReplay(t *testing.T) {
-	n := &Node{tier: commit.DurabilityGlobal}
+	sv := &Server{cfg: Config{Tier: commit.DurabilityGlobal}}
 	spec := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"use1"}}
 	other := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"euw1"}}
 	tests := []struct {
@@ -79,7 +79,7 @@ func TestAnswerReplay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		w := httptest.NewRecorder()
-		n.answerReplay(w, tt.prev, tt.got)
+		sv.answerReplay(w, tt.prev, tt.got)
 		if w.Code != tt.status {
 			t.Errorf("%s: %d, want %d: %s", tt.name, w.Code, tt.status, w.Body)
 		}

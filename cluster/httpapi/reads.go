@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"bytes"
@@ -38,9 +38,9 @@ type readOpts struct {
 	session      uint64 // 0: none
 }
 
-func (n *Node) parseReadOpts(r *http.Request) (readOpts, error) {
+func (sv *Server) parseReadOpts(r *http.Request) (readOpts, error) {
 	q := r.URL.Query()
-	o := readOpts{consistency: q.Get(api.ParamConsistency), maxStaleness: n.cfg.MaxStaleness}
+	o := readOpts{consistency: q.Get(api.ParamConsistency), maxStaleness: sv.cfg.MaxStaleness}
 	if o.consistency == "" {
 		o.consistency = DefaultConsistency
 	}
@@ -61,8 +61,8 @@ func (n *Node) parseReadOpts(r *http.Request) (readOpts, error) {
 		if err != nil {
 			return o, err
 		}
-		if grp != n.group {
-			return o, badRequest("session token %q is of group %s; this read is served by group %s", tok, grp, n.group)
+		if grp != sv.cfg.Group {
+			return o, badRequest("session token %q is of group %s; this read is served by group %s", tok, grp, sv.cfg.Group)
 		}
 		o.session = idx
 	} else if o.consistency == api.ConsistencySession {
@@ -72,11 +72,11 @@ func (n *Node) parseReadOpts(r *http.Request) (readOpts, error) {
 }
 
 // sessionToken is the Strata-Session value of a write committed at index.
-func (n *Node) sessionToken(index uint64) string {
+func (sv *Server) sessionToken(index uint64) string {
 	if index == 0 {
 		return ""
 	}
-	return n.group + ":" + strconv.FormatUint(index, 10)
+	return sv.cfg.Group + ":" + strconv.FormatUint(index, 10)
 }
 
 func parseSession(tok string) (string, uint64, error) {
@@ -91,32 +91,32 @@ func parseSession(tok string) (string, uint64, error) {
 // prepareRead makes this node fit to answer a read at o's consistency: it
 // returns true when the handler should read its local ledger. Otherwise it
 // has answered: forwarded to the leader, or an error.
-func (n *Node) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) bool {
+func (sv *Server) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) bool {
 	if o.session > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), n.cfg.SessionWait)
+		ctx, cancel := context.WithTimeout(r.Context(), sv.cfg.SessionWait)
 		defer cancel()
-		if err := n.applied.Wait(ctx, o.session); err != nil {
+		if err := sv.cfg.Applied.Wait(ctx, o.session); err != nil {
 			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 				Message: fmt.Sprintf("node %s applied index %d, session needs %d: not reached within %s",
-					n.cfg.NodeID, n.ledger.AppliedIndex(), o.session, n.cfg.SessionWait)})
+					sv.cfg.NodeID, sv.cfg.Ledger.AppliedIndex(), o.session, sv.cfg.SessionWait)})
 			return false
 		}
 	}
 	switch o.consistency {
 	case api.ConsistencyBounded:
-		if n.raft.Leader().ID != "" && n.lastContact() <= o.maxStaleness {
+		if sv.cfg.Consensus.Leader().ID != "" && sv.lastContact() <= o.maxStaleness {
 			return true
 		}
-		n.forwardToLeader(w, r, nil, fmt.Sprintf("last contact with the leader is older than max_staleness %s", o.maxStaleness))
+		sv.forwardToLeader(w, r, nil, fmt.Sprintf("last contact with the leader is older than max_staleness %s", o.maxStaleness))
 		return false
 	case api.ConsistencyStrong:
-		if !n.raft.IsLeader() {
-			n.forwardToLeader(w, r, nil, "strong reads are served by the leader")
+		if !sv.cfg.Consensus.IsLeader() {
+			sv.forwardToLeader(w, r, nil, "strong reads are served by the leader")
 			return false
 		}
-		if err := n.raft.ConfirmLeadership(r.Context()); err != nil {
+		if err := sv.cfg.Consensus.ConfirmLeadership(r.Context()); err != nil {
 			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-				Message: fmt.Sprintf("strong read: node %s could not confirm leadership with a quorum: %v", n.cfg.NodeID, err)})
+				Message: fmt.Sprintf("strong read: node %s could not confirm leadership with a quorum: %v", sv.cfg.NodeID, err)})
 			return false
 		}
 	}
@@ -125,29 +125,29 @@ func (n *Node) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) b
 
 // forwardToLeader sends r (with body) to the group leader's API, or answers
 // 503 saying why this node could not serve it.
-func (n *Node) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte, why string) {
-	id := n.raft.Leader().ID
-	if id == "" || id == n.cfg.NodeID {
+func (sv *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte, why string) {
+	id := sv.cfg.Consensus.Leader().ID
+	if id == "" || id == sv.cfg.NodeID {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s: %s, and no leader is known", n.cfg.NodeID, why)})
+			Message: fmt.Sprintf("node %s: %s, and no leader is known", sv.cfg.NodeID, why)})
 		return
 	}
-	m, ok := n.members.Lookup(id)
+	m, ok := sv.cfg.Members.Lookup(id)
 	if !ok || m.Meta.APIAddr == "" {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s: %s, and leader %s is not known to gossip", n.cfg.NodeID, why, id)})
+			Message: fmt.Sprintf("node %s: %s, and leader %s is not known to gossip", sv.cfg.NodeID, why, id)})
 		return
 	}
-	n.proxy(w, r, m.Meta.APIAddr, body)
+	sv.proxy(w, r, m.Meta.APIAddr, body)
 }
 
 // lanPeers returns the alive members of this node's LAN pool with role (and
 // region, when not empty), this node excluded.
-func (n *Node) lanPeers(role Role, region string) []members.Member {
+func (sv *Server) lanPeers(role Role, region string) []members.Member {
 	var out []members.Member
-	for _, m := range n.members.Members() {
+	for _, m := range sv.cfg.Members.Members() {
 		pm, ok := m.In(members.PoolLAN)
-		if !ok || pm.Status != members.MemberAlive || m.Meta.Role != role || m.Meta.NodeID == n.cfg.NodeID {
+		if !ok || pm.Status != members.MemberAlive || m.Meta.Role != role || m.Meta.NodeID == sv.cfg.NodeID {
 			continue
 		}
 		if region == "" || m.Meta.Region == region {
@@ -160,29 +160,29 @@ func (n *Node) lanPeers(role Role, region string) []members.Member {
 // forwardToRole sends r to a node of role in this node's region (a manager
 // forwarding job calls to its region's gate; a gate forwarding workflow
 // events to a manager).
-func (n *Node) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte, role Role) {
-	peers := n.lanPeers(role, n.cfg.Region)
+func (sv *Server) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte, role Role) {
+	peers := sv.lanPeers(role, sv.cfg.Region)
 	if len(peers) == 0 {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s (%s) forwards this call to a %s of region %s, and none is alive", n.cfg.NodeID, n.cfg.Role, role, n.cfg.Region)})
+			Message: fmt.Sprintf("node %s (%s) forwards this call to a %s of region %s, and none is alive", sv.cfg.NodeID, sv.cfg.Role, role, sv.cfg.Region)})
 		return
 	}
 	// Prefer the group leader when it is one of them: one hop less.
-	leader := n.raft.Leader().ID
+	leader := sv.cfg.Consensus.Leader().ID
 	i := slices.IndexFunc(peers, func(m members.Member) bool { return m.Meta.NodeID == leader })
 	if i < 0 {
 		i = int(time.Now().UnixNano() % int64(len(peers)))
 	}
-	n.proxy(w, r, peers[i].Meta.APIAddr, body)
+	sv.proxy(w, r, peers[i].Meta.APIAddr, body)
 }
 
 // proxy forwards r to addr and copies the answer back. A request already
 // forwarded maxForwardHops times, or through this node, is refused.
-func (n *Node) proxy(w http.ResponseWriter, r *http.Request, addr string, body []byte) {
+func (sv *Server) proxy(w http.ResponseWriter, r *http.Request, addr string, body []byte) {
 	hops := r.Header.Values(api.HeaderForwardedBy)
-	if len(hops) >= maxForwardHops || slices.Contains(hops, n.cfg.NodeID) {
+	if len(hops) >= maxForwardHops || slices.Contains(hops, sv.cfg.NodeID) {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s cannot serve this request and it was already forwarded by %s", n.cfg.NodeID, strings.Join(hops, ", "))})
+			Message: fmt.Sprintf("node %s cannot serve this request and it was already forwarded by %s", sv.cfg.NodeID, strings.Join(hops, ", "))})
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
@@ -198,11 +198,11 @@ func (n *Node) proxy(w http.ResponseWriter, r *http.Request, addr string, body [
 	for _, h := range hops {
 		req.Header.Add(api.HeaderForwardedBy, h)
 	}
-	req.Header.Add(api.HeaderForwardedBy, n.cfg.NodeID)
-	resp, err := n.peers.HTTPClient().Do(req)
+	req.Header.Add(api.HeaderForwardedBy, sv.cfg.NodeID)
+	resp, err := sv.cfg.Peers.HTTPClient().Do(req)
 	if err != nil {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: fmt.Sprintf("node %s forwarded the request to %s: %v", n.cfg.NodeID, addr, err)})
+			Message: fmt.Sprintf("node %s forwarded the request to %s: %v", sv.cfg.NodeID, addr, err)})
 		return
 	}
 	defer resp.Body.Close()

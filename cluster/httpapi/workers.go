@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // long-poll (here), registration (api_workers_register.go) and reports
 // (api_workers_report.go). Worker calls are served by the regional
 // leader, which keeps the workers' liveness and the reconciler's
-// view (n.life): a gate forwards a worker call to a manager of its
+// view (sv.cfg.Workers): a gate forwards a worker call to a manager of its
 // region, a follower manager to its leader. Every call from a worker the
 // ledger holds as active renews its liveness. Nothing here waits on a
 // worker: each call answers as soon as the manager has done its part.
@@ -30,22 +30,22 @@ const (
 	// MaxRunningPerHeartbeat bounds the running list of one heartbeat: a
 	// worker never runs more than its capacity.
 	MaxRunningPerHeartbeat = MaxWorkerCapacity
-	// maxForwardedLeaseWait bounds the wait of a lease long-poll this
+	// MaxForwardedLeaseWait bounds the wait of a lease long-poll this
 	// node forwards, so the answer comes back within the node-to-node
 	// client's timeout (a shorter poll is harmless: the worker polls
 	// again).
-	maxForwardedLeaseWait = peer.CallTimeout - 5*time.Second
+	MaxForwardedLeaseWait = peer.CallTimeout - 5*time.Second
 	// maxWorkerIDTries bounds the draws of a generated worker id that is
 	// already in the ledger.
 	maxWorkerIDTries = 8
-	// workerLeftReason is the reason of a deregistration's WorkerLeft.
-	workerLeftReason = "deregistered"
+	// WorkerLeftReason is the reason of a deregistration's WorkerLeft.
+	WorkerLeftReason = "deregistered"
 )
 
 // workerAuth authenticates a worker call: a jobs:write token for all
 // tenants (workers run every tenant's workflows).
-func (n *Node) workerAuth(w http.ResponseWriter, r *http.Request) bool {
-	p, ok := n.principal(w, r)
+func (sv *Server) workerAuth(w http.ResponseWriter, r *http.Request) bool {
+	p, ok := sv.principal(w, r)
 	if !ok {
 		return false
 	}
@@ -63,12 +63,12 @@ func (n *Node) workerAuth(w http.ResponseWriter, r *http.Request) bool {
 // forwardWorkerCall sends a worker call to the node that serves it: a gate
 // to a manager of its region, a follower manager to its leader. It returns
 // true when it did (or failed trying).
-func (n *Node) forwardWorkerCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+func (sv *Server) forwardWorkerCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	switch {
-	case n.cfg.Role == RoleGate:
-		n.forwardToRole(w, r, body, RoleManager)
-	case !n.raft.IsLeader():
-		n.forwardToLeader(w, r, body, "worker calls are served by the regional leader")
+	case sv.cfg.Role == RoleGate:
+		sv.forwardToRole(w, r, body, RoleManager)
+	case !sv.cfg.Consensus.IsLeader():
+		sv.forwardToLeader(w, r, body, "worker calls are served by the regional leader")
 	default:
 		return false
 	}
@@ -77,8 +77,8 @@ func (n *Node) forwardWorkerCall(w http.ResponseWriter, r *http.Request, body []
 
 // workerPrelude is the common start of a worker call with a body:
 // authenticate, read the body, forward unless this node serves it.
-func (n *Node) workerPrelude(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if !n.workerAuth(w, r) {
+func (sv *Server) workerPrelude(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if !sv.workerAuth(w, r) {
 		return nil, false
 	}
 	body, err := readBody(r)
@@ -86,7 +86,7 @@ func (n *Node) workerPrelude(w http.ResponseWriter, r *http.Request) ([]byte, bo
 		writeError(w, err)
 		return nil, false
 	}
-	if n.forwardWorkerCall(w, r, body) {
+	if sv.forwardWorkerCall(w, r, body) {
 		return nil, false
 	}
 	return body, true
@@ -94,8 +94,8 @@ func (n *Node) workerPrelude(w http.ResponseWriter, r *http.Request) ([]byte, bo
 
 // workerIDPrelude is workerPrelude for a call on /v1/workers/{id}/…: it
 // also reads the worker id.
-func (n *Node) workerIDPrelude(w http.ResponseWriter, r *http.Request) ([]byte, string, bool) {
-	body, ok := n.workerPrelude(w, r)
+func (sv *Server) workerIDPrelude(w http.ResponseWriter, r *http.Request) ([]byte, string, bool) {
+	body, ok := sv.workerPrelude(w, r)
 	if !ok {
 		return nil, "", false
 	}
@@ -115,30 +115,30 @@ func workerIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 // unknownWorker is the 404 of a call naming a worker that is not active in
 // the region's ledger: the worker registers again.
-func (n *Node) unknownWorker(id string) *APIError {
+func (sv *Server) unknownWorker(id string) *APIError {
 	return &APIError{Status: http.StatusNotFound, Code: api.CodeUnknownWorker,
-		Message: fmt.Sprintf("worker %s is not registered with region %s: register again", id, n.cfg.Region),
+		Message: fmt.Sprintf("worker %s is not registered with region %s: register again", id, sv.cfg.Region),
 		Details: map[string]any{"worker": id}}
 }
 
 // activeWorker reads worker id from the ledger and touches its liveness;
 // a worker not active there is a 404.
-func (n *Node) activeWorker(id string) (*fsm.WorkerState, error) {
-	ws, err := n.ledgerWorker(id)
+func (sv *Server) activeWorker(id string) (*fsm.WorkerState, error) {
+	ws, err := sv.ledgerWorker(id)
 	if err != nil {
 		return nil, err
 	}
 	if ws == nil || !ws.Active {
-		return nil, n.unknownWorker(id)
+		return nil, sv.unknownWorker(id)
 	}
-	n.life.Touch(id)
+	sv.cfg.Workers.Touch(id)
 	return ws, nil
 }
 
 // handleHeartbeat is POST /v1/workers/{id}/heartbeat: it renews the
 // worker's liveness and tells it what to stop and how hard it may push.
-func (n *Node) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	body, id, ok := n.workerIDPrelude(w, r)
+func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	body, id, ok := sv.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}
@@ -151,7 +151,7 @@ func (n *Node) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if _, err := n.activeWorker(id); err != nil {
+	if _, err := sv.activeWorker(id); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -159,13 +159,13 @@ func (n *Node) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 	for i, rw := range req.Running {
 		ids[i] = rw.Workflow
 	}
-	wfs, err := n.ledgerWorkflows(ids)
+	wfs, err := sv.ledgerWorkflows(ids)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, api.HeartbeatResponse{Stop: stopList(id, req.Running, wfs),
-		Backpressure: backpressureLevel(n.pipe.QueueFill()), AckWindow: fsm.Duration(n.cfg.WorkerAckWindow)})
+		Backpressure: backpressureLevel(sv.cfg.Writer.QueueFill()), AckWindow: fsm.Duration(sv.cfg.WorkerAckWindow)})
 }
 
 // checkRunning refuses a heartbeat's running list that is too long or
@@ -210,8 +210,8 @@ func checkWorkflowRef(prefix, workflow string, fence uint64) error {
 // handleLeases is GET /v1/workers/{id}/leases?index=&wait=: it answers the
 // worker's leases once the reconciler's view is newer than index, or with
 // the current view after wait.
-func (n *Node) handleLeases(w http.ResponseWriter, r *http.Request) {
-	if !n.workerAuth(w, r) {
+func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request) {
+	if !sv.workerAuth(w, r) {
 		return
 	}
 	id, ok := workerIDParam(w, r)
@@ -223,24 +223,24 @@ func (n *Node) handleLeases(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if n.cfg.Role == RoleGate || !n.raft.IsLeader() {
-		if wait > maxForwardedLeaseWait {
+	if sv.cfg.Role == RoleGate || !sv.cfg.Consensus.IsLeader() {
+		if wait > MaxForwardedLeaseWait {
 			q := r.URL.Query()
-			q.Set("wait", maxForwardedLeaseWait.String())
+			q.Set("wait", MaxForwardedLeaseWait.String())
 			r.URL.RawQuery = q.Encode()
 		}
-		n.forwardWorkerCall(w, r, nil)
+		sv.forwardWorkerCall(w, r, nil)
 		return
 	}
-	if _, err := n.activeWorker(id); err != nil {
+	if _, err := sv.activeWorker(id); err != nil {
 		writeError(w, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
-	v := n.life.LeaseView(ctx, index)
-	n.life.Touch(id)
-	n.setReadHeaders(w)
+	v := sv.cfg.Workers.LeaseView(ctx, index)
+	sv.cfg.Workers.Touch(id)
+	sv.setReadHeaders(w)
 	writeJSON(w, http.StatusOK, api.LeaseList{Index: v.Index, Leases: leasesOf(v.Leases[id])})
 }
 

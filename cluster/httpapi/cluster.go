@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -21,41 +22,44 @@ const (
 	readyLagEntries = 1000
 	// membershipChangeTimeout bounds a join, remove or transfer.
 	membershipChangeTimeout = 10 * time.Second
+	// leaderPollInterval spaces the looks for a new leader after a
+	// leadership transfer.
+	leaderPollInterval = 10 * time.Millisecond
 )
 
-func (n *Node) handleLivez(w http.ResponseWriter, _ *http.Request) {
+func (sv *Server) handleLivez(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
 // handleReadyz: ready when the group has a leader and this node has
 // applied what it knows to be committed.
-func (n *Node) handleReadyz(w http.ResponseWriter, _ *http.Request) {
-	if reason := n.notReady(); reason != "" {
+func (sv *Server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
+	if reason := sv.notReady(); reason != "" {
 		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Reason: reason})
 		return
 	}
 	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
-func (n *Node) notReady() string {
-	st := n.raft.Status()
+func (sv *Server) notReady() string {
+	st := sv.cfg.Consensus.Status()
 	switch {
-	case n.closing.Load():
+	case sv.cfg.Closing():
 		return "shutting down"
 	case st.Leader.ID == "":
-		return fmt.Sprintf("raft group %s has no leader", n.group)
+		return fmt.Sprintf("raft group %s has no leader", sv.cfg.Group)
 	case st.AppliedIndex+readyLagEntries < st.CommitIndex:
 		return fmt.Sprintf("catching up: applied %d of %d", st.AppliedIndex, st.CommitIndex)
 	}
 	return ""
 }
 
-func (n *Node) handleMembers(w http.ResponseWriter, r *http.Request) {
-	if _, ok := n.principal(w, r); !ok {
+func (sv *Server) handleMembers(w http.ResponseWriter, r *http.Request) {
+	if _, ok := sv.principal(w, r); !ok {
 		return
 	}
-	out := api.MemberList{Node: n.cfg.NodeID, Members: []api.Member{}}
-	for _, m := range n.members.Members() {
+	out := api.MemberList{Node: sv.cfg.NodeID, Members: []api.Member{}}
+	for _, m := range sv.cfg.Members.Members() {
 		am := api.Member{NodeID: m.Meta.NodeID, Role: m.Meta.Role.String(), Region: m.Meta.Region, APIAddr: m.Meta.APIAddr,
 			RaftAddr: m.Meta.RaftAddr, DataAddr: m.Meta.DataAddr, Version: m.Meta.Version, Status: m.Status.String(),
 			Pools: map[string]string{}}
@@ -67,56 +71,56 @@ func (n *Node) handleMembers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (n *Node) handleRaft(w http.ResponseWriter, r *http.Request) {
-	if _, ok := n.principal(w, r); !ok {
+func (sv *Server) handleRaft(w http.ResponseWriter, r *http.Request) {
+	if _, ok := sv.principal(w, r); !ok {
 		return
 	}
-	g, err := n.raftStatus()
+	g, err := sv.raftStatus()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.RaftStatus{Node: n.cfg.NodeID, Groups: []api.RaftGroup{g}})
+	writeJSON(w, http.StatusOK, api.RaftStatus{Node: sv.cfg.NodeID, Groups: []api.RaftGroup{g}})
 }
 
-func (n *Node) raftStatus() (api.RaftGroup, error) {
-	st := n.raft.Status()
-	g := api.RaftGroup{Name: n.group, Tier: n.tier.String(), State: st.State, Leader: st.Leader.ID,
+func (sv *Server) raftStatus() (api.RaftGroup, error) {
+	st := sv.cfg.Consensus.Status()
+	g := api.RaftGroup{Name: sv.cfg.Group, Tier: sv.cfg.Tier.String(), State: st.State, Leader: st.Leader.ID,
 		LeaderAddr: st.Leader.Addr, Term: st.Term, CommitIndex: st.CommitIndex,
-		AppliedIndex: n.ledger.AppliedIndex(), LastIndex: st.LastIndex, LastContactMs: st.LastContact.Milliseconds(),
+		AppliedIndex: sv.cfg.Ledger.AppliedIndex(), LastIndex: st.LastIndex, LastContactMs: st.LastContact.Milliseconds(),
 		Peers: []api.RaftPeer{}}
 	if g.LastContactMs > int64(24*time.Hour/time.Millisecond) {
 		g.LastContactMs = -1 // never
 	}
-	servers, err := n.raft.Servers()
+	servers, err := sv.cfg.Consensus.Servers()
 	if err != nil {
 		return g, err
 	}
 	for _, s := range servers {
 		g.Peers = append(g.Peers, api.RaftPeer{ID: s.ID, Address: s.Addr, Suffrage: s.Suffrage, Leader: s.ID == st.Leader.ID})
 	}
-	marks := n.wal.Watermarks()
+	marks := sv.cfg.WAL.Watermarks()
 	g.Watermarks = map[string]uint64{
-		"last": uint64(n.wal.LastLSN()), "regional": uint64(marks.Regional), "global": uint64(marks.Global),
-		"applied": uint64(marks.Applied), "compacted": uint64(marks.Compacted), "tier": uint64(n.pipe.Watermark()),
+		"last": uint64(sv.cfg.WAL.LastLSN()), "regional": uint64(marks.Regional), "global": uint64(marks.Global),
+		"applied": uint64(marks.Applied), "compacted": uint64(marks.Compacted), "tier": uint64(sv.cfg.Writer.Watermark()),
 	}
-	if st, ok := n.life.ForwarderStatus(); ok && n.raft.IsLeader() {
+	if st, ok := sv.cfg.Workers.ForwarderStatus(); ok && sv.cfg.Consensus.IsLeader() {
 		g.Forwarder = &st
 	}
 	return g, nil
 }
 
 // leaderOnly forwards an operator call that only the leader can do.
-func (n *Node) leaderOnly(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if n.raft.IsLeader() {
+func (sv *Server) leaderOnly(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if sv.cfg.Consensus.IsLeader() {
 		return false
 	}
-	n.forwardToLeader(w, r, body, "membership changes are made by the leader")
+	sv.forwardToLeader(w, r, body, "membership changes are made by the leader")
 	return true
 }
 
 // handleJoin, handleRemovePeer and handleTransfer are operator-only (routes).
-func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
+func (sv *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r)
 	if err != nil {
 		writeError(w, err)
@@ -127,7 +131,7 @@ func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !nodeIDPattern.MatchString(req.NodeID) {
+	if !members.IsNodeID(req.NodeID) {
 		writeError(w, badRequest("node_id %q must be 1-63 of [a-z0-9_-]", req.NodeID))
 		return
 	}
@@ -135,31 +139,31 @@ func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("raft_addr %q is not host:port", req.RaftAddr))
 		return
 	}
-	if n.leaderOnly(w, r, body) {
+	if sv.leaderOnly(w, r, body) {
 		return
 	}
-	n.answerChange(w)(n.raft.AddServer(req.NodeID, req.RaftAddr, !req.NonVoter, membershipChangeTimeout))
+	sv.answerChange(w)(sv.cfg.Consensus.AddServer(req.NodeID, req.RaftAddr, !req.NonVoter, membershipChangeTimeout))
 }
 
-func (n *Node) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
+func (sv *Server) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	found, err := n.raft.HasServer(id)
+	found, err := sv.cfg.Consensus.HasServer(id)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if !found {
 		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: fmt.Sprintf("%s is not a server of raft group %s", id, n.group)})
+			Message: fmt.Sprintf("%s is not a server of raft group %s", id, sv.cfg.Group)})
 		return
 	}
-	if n.leaderOnly(w, r, nil) {
+	if sv.leaderOnly(w, r, nil) {
 		return
 	}
-	n.answerChange(w)(n.raft.RemoveServer(id, membershipChangeTimeout))
+	sv.answerChange(w)(sv.cfg.Consensus.RemoveServer(id, membershipChangeTimeout))
 }
 
-func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
+func (sv *Server) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r)
 	if err != nil {
 		writeError(w, err)
@@ -172,13 +176,13 @@ func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if n.leaderOnly(w, r, body) {
+	if sv.leaderOnly(w, r, body) {
 		return
 	}
-	err = n.raft.TransferLeadership(req.To)
+	err = sv.cfg.Consensus.TransferLeadership(req.To)
 	if errors.Is(err, group.ErrUnknownServer) {
 		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, n.group)})
+			Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, sv.cfg.Group)})
 		return
 	}
 	if err != nil {
@@ -187,22 +191,25 @@ func (n *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), membershipChangeTimeout)
 	defer cancel()
-	leader := n.raft.Leader().ID
-	for (leader == "" || leader == n.cfg.NodeID) && ctx.Err() == nil {
-		sleepCtx(ctx, 10*time.Millisecond)
-		leader = n.raft.Leader().ID
+	leader := sv.cfg.Consensus.Leader().ID
+	for (leader == "" || leader == sv.cfg.NodeID) && ctx.Err() == nil {
+		select { // the new leader's first heartbeat is a round trip away
+		case <-ctx.Done():
+		case <-time.After(leaderPollInterval):
+		}
+		leader = sv.cfg.Consensus.Leader().ID
 	}
-	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: leader})
+	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: sv.cfg.Group, Leader: leader})
 }
 
 // answerChange answers a membership change with the group's leader and
 // the change's index, or 503 with why it failed.
-func (n *Node) answerChange(w http.ResponseWriter) func(index uint64, err error) {
+func (sv *Server) answerChange(w http.ResponseWriter) func(index uint64, err error) {
 	return func(index uint64, err error) {
 		if err != nil {
 			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "membership change: " + err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, api.OperatorResponse{Group: n.group, Leader: n.raft.Leader().ID, Index: index})
+		writeJSON(w, http.StatusOK, api.OperatorResponse{Group: sv.cfg.Group, Leader: sv.cfg.Consensus.Leader().ID, Index: index})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -144,7 +145,7 @@ func (c *testCluster) proposeJobEvent(t *testing.T, jobID string, fence uint64, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := fsm.Event{ID: randomEventID(), Type: body.EventType(), JobID: jobID, Tenant: "acme", Region: "use1",
+	e := fsm.Event{ID: commit.NewEventID(), Type: body.EventType(), JobID: jobID, Tenant: "acme", Region: "use1",
 		Node: lead.cfg.NodeID, HLC: ts, Fence: fence, Body: body}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTestWait)
 	defer cancel()
@@ -271,7 +272,7 @@ func TestWatch(t *testing.T) {
 		direct.next(t)
 		relayed := c.openWatch(t, "m2", jobID, testAcmeToken, api.HeaderSession, session)
 		relayed.next(t)
-		if n := m2.watches.active.Load(); n != 1 {
+		if n := m2.api.ActiveWatches(); n != 1 {
 			t.Fatalf("m2 counts %d watches, want 1", n)
 		}
 		direct.cancel()
@@ -279,21 +280,21 @@ func TestWatch(t *testing.T) {
 		c.waitFor("every watch slot freed", func() bool {
 			var n int64
 			for _, cfg := range c.cfgs {
-				n += c.node(cfg.NodeID).watches.active.Load()
+				n += c.node(cfg.NodeID).api.ActiveWatches()
 			}
 			return n == 0
 		})
 
-		g3.watches.limit.Store(1)
-		defer g3.watches.limit.Store(0)
+		g3.api.SetMaxWatchers(1)
+		defer g3.api.SetMaxWatchers(0)
 		held := c.openWatch(t, "g3", jobID, testAcmeToken, api.HeaderSession, session)
 		held.next(t)
 		r := c.call("g3", "GET", "/v1/jobs/"+jobID+"/watch", testAcmeToken, nil)
-		if r.status != http.StatusServiceUnavailable || r.apiError(t).Code != CodeUnavailable {
+		if r.status != http.StatusServiceUnavailable || r.apiError(t).Code != httpapi.CodeUnavailable {
 			t.Fatalf("over the limit: %d %s", r.status, r.body)
 		}
 		held.cancel()
-		c.waitFor("g3's slot freed", func() bool { return g3.watches.active.Load() == 0 })
+		c.waitFor("g3's slot freed", func() bool { return g3.api.ActiveWatches() == 0 })
 	})
 
 	t.Run("a drain ends open streams at once", func(t *testing.T) {
@@ -316,14 +317,4 @@ func TestWatch(t *testing.T) {
 		}
 		c.stop(node)
 	})
-}
-
-func TestWatch_AppendSSEReadsBack(t *testing.T) {
-	for _, data := range []string{`{"a":1}`, "", "two\nlines", "\n\n"} {
-		b := appendSSE(nil, "state", "42", []byte(data))
-		ev, err := api.NewSSEReader(strings.NewReader(string(b))).Next()
-		if err != nil || ev.Event != "state" || ev.ID != "42" || string(ev.Data) != data {
-			t.Fatalf("%q: %+v %v", data, ev, err)
-		}
-	}
 }

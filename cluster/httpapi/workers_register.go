@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"errors"
@@ -13,19 +13,19 @@ import (
 // the region's ledger, proposed by the regional leader.
 
 // registerResponse is the answer to a registration of worker id.
-func (n *Node) registerResponse(id string, capacity uint32, wr api.WriteResponse) api.RegisterWorkerResponse {
-	return api.RegisterWorkerResponse{WorkerID: id, Region: n.cfg.Region, Capacity: capacity,
-		AckWindow: fsm.Duration(n.cfg.WorkerAckWindow), HeartbeatInterval: fsm.Duration(n.cfg.WorkerAckWindow / 3),
+func (sv *Server) registerResponse(id string, capacity uint32, wr api.WriteResponse) api.RegisterWorkerResponse {
+	return api.RegisterWorkerResponse{WorkerID: id, Region: sv.cfg.Region, Capacity: capacity,
+		AckWindow: fsm.Duration(sv.cfg.WorkerAckWindow), HeartbeatInterval: fsm.Duration(sv.cfg.WorkerAckWindow / 3),
 		WriteResponse: wr}
 }
 
 // handleRegisterWorker is POST /v1/workers.
-func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
-	body, ok := n.workerPrelude(w, r)
+func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
+	body, ok := sv.workerPrelude(w, r)
 	if !ok {
 		return
 	}
-	level, err := n.writeLevel(r)
+	level, err := sv.writeLevel(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -35,21 +35,21 @@ func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := n.checkRegistration(&req); err != nil {
+	if err := sv.checkRegistration(&req); err != nil {
 		writeError(w, err)
 		return
 	}
 	generated := req.WorkerID == ""
-	cur, err := n.pickWorkerID(&req)
+	cur, err := sv.pickWorkerID(&req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if cur != nil && cur.Active {
-		n.answerActiveWorker(w, cur, &req)
+		sv.answerActiveWorker(w, cur, &req)
 		return
 	}
-	res, ts, ok := n.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerJoined,
+	res, ts, ok := sv.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerJoined,
 		Body: &fsm.WorkerJoined{Worker: req.WorkerID, Capacity: req.Capacity}})
 	if !ok {
 		return
@@ -57,12 +57,12 @@ func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
 	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrWorkerExists) && !generated {
 		// A concurrent registration of the same id won: answer as a
 		// repeat once this node has applied the entry.
-		if err := n.applied.Wait(r.Context(), res.Index); err != nil {
+		if err := sv.cfg.Applied.Wait(r.Context(), res.Index); err != nil {
 			writeError(w, submitError(err, res))
 			return
 		}
-		if cur, err := n.ledgerWorker(req.WorkerID); err == nil && cur != nil && cur.Active {
-			n.answerActiveWorker(w, cur, &req)
+		if cur, err := sv.ledgerWorker(req.WorkerID); err == nil && cur != nil && cur.Active {
+			sv.answerActiveWorker(w, cur, &req)
 			return
 		}
 	}
@@ -70,17 +70,17 @@ func (n *Node) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	n.life.Touch(req.WorkerID)
+	sv.cfg.Workers.Touch(req.WorkerID)
 	w.Header().Set("Location", "/v1/workers/"+req.WorkerID)
-	writeJSON(w, http.StatusCreated, n.registerResponse(req.WorkerID, req.Capacity, n.writeResponse(w, res, ts)))
+	writeJSON(w, http.StatusCreated, sv.registerResponse(req.WorkerID, req.Capacity, sv.writeResponse(w, res, ts)))
 }
 
 // checkRegistration refuses a registration with another region, a
 // capacity out of range or a malformed worker id.
-func (n *Node) checkRegistration(req *api.RegisterWorkerRequest) error {
-	if req.Region != n.cfg.Region {
+func (sv *Server) checkRegistration(req *api.RegisterWorkerRequest) error {
+	if req.Region != sv.cfg.Region {
 		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
-			Message: fmt.Sprintf("region %q: this manager serves region %s; register with a manager of your region", req.Region, n.cfg.Region),
+			Message: fmt.Sprintf("region %q: this manager serves region %s; register with a manager of your region", req.Region, sv.cfg.Region),
 			Details: map[string]any{"field": "region"}}
 	}
 	if req.Capacity < 1 || req.Capacity > MaxWorkerCapacity {
@@ -96,13 +96,13 @@ func (n *Node) checkRegistration(req *api.RegisterWorkerRequest) error {
 
 // pickWorkerID returns the ledger's state of the requested worker id, or
 // fills in a generated id that the ledger has never seen.
-func (n *Node) pickWorkerID(req *api.RegisterWorkerRequest) (*fsm.WorkerState, error) {
+func (sv *Server) pickWorkerID(req *api.RegisterWorkerRequest) (*fsm.WorkerState, error) {
 	if req.WorkerID != "" {
-		return n.ledgerWorker(req.WorkerID)
+		return sv.ledgerWorker(req.WorkerID)
 	}
 	for range maxWorkerIDTries {
 		id := newWorkerID()
-		cur, err := n.ledgerWorker(id)
+		cur, err := sv.ledgerWorker(id)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +118,7 @@ func (n *Node) pickWorkerID(req *api.RegisterWorkerRequest) (*fsm.WorkerState, e
 // answerActiveWorker answers a registration of a worker that is already
 // active: 200 with the same worker when region and capacity match (a
 // repeated registration), 409 otherwise.
-func (n *Node) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState, req *api.RegisterWorkerRequest) {
+func (sv *Server) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState, req *api.RegisterWorkerRequest) {
 	if cur.Region != req.Region || cur.Capacity != req.Capacity {
 		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
 			Message: fmt.Sprintf("worker %s is active in region %s with capacity %d: deregister it before registering it with region %s and capacity %d",
@@ -126,38 +126,38 @@ func (n *Node) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState, r
 			Details: map[string]any{"worker": cur.ID, "region": cur.Region, "capacity": cur.Capacity}})
 		return
 	}
-	n.life.Touch(cur.ID)
+	sv.cfg.Workers.Touch(cur.ID)
 	w.Header().Set("Location", "/v1/workers/"+cur.ID)
-	writeJSON(w, http.StatusOK, n.registerResponse(cur.ID, cur.Capacity, api.WriteResponse{Durability: n.tier.String(), HLC: cur.HLC}))
+	writeJSON(w, http.StatusOK, sv.registerResponse(cur.ID, cur.Capacity, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC}))
 }
 
 // handleDeregisterWorker is DELETE /v1/workers/{id}: the worker leaves; the
 // reconciler reschedules what it held. Deregistering a worker that already
 // left is a no-op; one never registered is a 404.
-func (n *Node) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
-	_, id, ok := n.workerIDPrelude(w, r)
+func (sv *Server) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
+	_, id, ok := sv.workerIDPrelude(w, r)
 	if !ok {
 		return
 	}
-	level, err := n.writeLevel(r)
+	level, err := sv.writeLevel(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	cur, err := n.ledgerWorker(id)
+	cur, err := sv.ledgerWorker(id)
 	switch {
 	case err != nil:
 		writeError(w, err)
 		return
 	case cur == nil:
-		writeError(w, n.unknownWorker(id))
+		writeError(w, sv.unknownWorker(id))
 		return
 	case !cur.Active:
-		writeJSON(w, http.StatusOK, api.WriteResponse{Durability: n.tier.String(), HLC: cur.HLC})
+		writeJSON(w, http.StatusOK, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC})
 		return
 	}
-	res, ts, ok := n.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerLeft,
-		Body: &fsm.WorkerLeft{Worker: id, Reason: workerLeftReason}})
+	res, ts, ok := sv.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerLeft,
+		Body: &fsm.WorkerLeft{Worker: id, Reason: WorkerLeftReason}})
 	if !ok {
 		return
 	}
@@ -168,6 +168,6 @@ func (n *Node) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	n.life.Forget(id)
-	writeJSON(w, http.StatusOK, n.writeResponse(w, res, ts))
+	sv.cfg.Workers.Forget(id)
+	writeJSON(w, http.StatusOK, sv.writeResponse(w, res, ts))
 }

@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"crypto/sha256"
@@ -115,8 +115,8 @@ func (c *idempotencyCache) settle(id fsm.EventID, level commit.Durability) {
 
 // replayFromLedger answers a submit whose key already created a job in
 // the ledger; false (nothing written) when the ledger does not have it.
-func (n *Node) replayFromLedger(w http.ResponseWriter, id fsm.EventID, spec *fsm.JobSpec) bool {
-	se, err := n.ledger.Event(id)
+func (sv *Server) replayFromLedger(w http.ResponseWriter, id fsm.EventID, spec *fsm.JobSpec) bool {
+	se, err := sv.cfg.Ledger.Event(id)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		return false
@@ -129,14 +129,14 @@ func (n *Node) replayFromLedger(w http.ResponseWriter, id fsm.EventID, spec *fsm
 		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "idempotency key collides with another event"})
 		return true
 	}
-	n.answerReplay(w, idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: n.tier}, spec)
+	sv.answerReplay(w, idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: sv.cfg.Tier}, spec)
 	return true
 }
 
 // answerReplay writes 200 with the job of a repeated key and the level its
 // first submit reached; 409 when the repeat's body differs, or while the
 // first submit is still in flight (it may yet fail before the NodeWAL).
-func (n *Node) answerReplay(w http.ResponseWriter, prev idemEntry, got *fsm.JobSpec) {
+func (sv *Server) answerReplay(w http.ResponseWriter, prev idemEntry, got *fsm.JobSpec) {
 	jobID := prev.jobID
 	switch {
 	case !reflect.DeepEqual(normalSpec(prev.spec), normalSpec(got)):

@@ -1,6 +1,9 @@
-package cluster
+package httpapi
 
-import "github.com/strata-ledger/strata/cluster/internal/httpx"
+import (
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/transport/gossip"
+)
 
 // The HTTP edge the handlers of this package share (cluster/internal/httpx).
 type APIError = httpx.APIError
@@ -27,4 +30,13 @@ var (
 	tooLarge          = httpx.TooLarge
 	decodeStrictBytes = httpx.DecodeBytes
 	jsonError         = httpx.JSONError
+)
+
+// Role is the node's role (gossip's role type).
+type Role = gossip.Role
+
+// Node roles.
+const (
+	RoleGate    = gossip.RoleGate
+	RoleManager = gossip.RoleManager
 )

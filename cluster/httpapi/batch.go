@@ -1,4 +1,4 @@
-package cluster
+package httpapi
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
-	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -45,8 +44,8 @@ func batchTier(events []fsm.Event) (Role, string, error) {
 	return role, region, nil
 }
 
-func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
-	p, ok := n.principal(w, r)
+func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
+	p, ok := sv.principal(w, r)
 	if !ok {
 		return
 	}
@@ -70,31 +69,31 @@ func (n *Node) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if role != n.cfg.Role {
-		if role == RoleManager && region != "" && region != n.cfg.Region {
-			writeError(w, badRequest("workflow events of region %s go to a manager of %s; this is %s of %s", region, region, n.cfg.NodeID, n.cfg.Region))
+	if role != sv.cfg.Role {
+		if role == RoleManager && region != "" && region != sv.cfg.Region {
+			writeError(w, badRequest("workflow events of region %s go to a manager of %s; this is %s of %s", region, region, sv.cfg.NodeID, sv.cfg.Region))
 			return
 		}
-		n.forwardToRole(w, r, body, role)
+		sv.forwardToRole(w, r, body, role)
 		return
 	}
-	if err := n.stampEvents(p, req.Events); err != nil {
+	if err := sv.stampEvents(p, req.Events); err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := checkLevel(level, n.tier); err != nil {
+	if err := checkLevel(level, sv.cfg.Tier); err != nil {
 		writeError(w, err)
 		return
 	}
 	if level == 0 {
-		level = n.tier
+		level = sv.cfg.Tier
 	}
-	res, err := n.pipe.Submit(r.Context(), req.Events, level)
+	res, err := sv.cfg.Writer.Submit(r.Context(), req.Events, level)
 	if err != nil {
 		writeError(w, submitError(err, res))
 		return
 	}
-	out := api.BatchResponse{WriteResponse: n.writeResponse(w, res, req.Events[0].HLC)}
+	out := api.BatchResponse{WriteResponse: sv.writeResponse(w, res, req.Events[0].HLC)}
 	for i, rs := range res.Results {
 		er := api.EventResult{ID: req.Events[i].ID, Outcome: rs.Outcome.String(), Seq: rs.Seq}
 		if rs.Err != nil {
@@ -136,7 +135,7 @@ func checkLevel(d, tier commit.Durability) error {
 // stampEvents fills what the client left out, merges client HLCs into the
 // clock and checks scope and validity of every event: one bad event fails
 // the whole batch before anything is written.
-func (n *Node) stampEvents(p auth.Principal, events []fsm.Event) error {
+func (sv *Server) stampEvents(p auth.Principal, events []fsm.Event) error {
 	for i := range events {
 		e := &events[i]
 		if e.Type == fsm.TypeForwardMark {
@@ -151,22 +150,7 @@ func (n *Node) stampEvents(p auth.Principal, events []fsm.Event) error {
 		if !p.Allows(tenantScope, orAll(e.Tenant)) {
 			return forbidden(p, tenantScope, e.Tenant)
 		}
-		if e.ID.IsZero() {
-			e.ID = randomEventID()
-		}
-		if e.Region == "" {
-			e.Region = n.cfg.Region
-		}
-		if e.Node == "" {
-			e.Node = n.cfg.NodeID
-		}
-		var err error
-		if e.HLC == (hlc.Timestamp{}) {
-			e.HLC, err = n.clock.Now()
-		} else {
-			_, err = n.clock.Update(e.HLC)
-		}
-		if err != nil {
+		if err := sv.cfg.Stamper.Received(e); err != nil {
 			return badRequest("events[%d].hlc: %v", i, err)
 		}
 		if err := e.Validate(); err != nil {

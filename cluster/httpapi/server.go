@@ -1,0 +1,207 @@
+// Package httpapi is the HTTP API v1 of a gate or manager (DESIGN §9,
+// docs/API.md): routes and handlers. A handler decodes the request, calls
+// what the node gave it through the interfaces below, and encodes the
+// answer; the role decides, once per route, whether a call is served here
+// or forwarded (a manager forwards job calls to a gate of its region, a
+// gate forwards workflow and worker calls to a manager).
+//
+// What it owns: the routes, the HTTP metrics (strata_http_*), the
+// idempotency claims of submits in flight on this gate, and the count of
+// watch streams. It stores nothing else: the ledger, the pipeline, the Raft
+// group and the lifecycle are the node's.
+//
+// Invariants: every request body and header is bounded before it is
+// decoded; a bad request changes nothing; an answer never names another
+// tenant's data; internal calls (/internal/v1/*) are the peers' own and
+// authenticate with the cluster token.
+//
+// Concurrency: the Server serves requests concurrently once Serve runs;
+// Close ends watch streams and the server.
+//
+// What it does not do: it never imports the consensus or gossip libraries
+// (the Raft group answers through Consensus, gossip through Members), it
+// never retries a write (the pipeline does), and it does not decide a job's
+// lifecycle (the lifecycle reconcilers do).
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/lifecycle"
+	"github.com/strata-ledger/strata/cluster/members"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/faultnet"
+	"github.com/strata-ledger/strata/transport/gossip"
+	"github.com/strata-ledger/strata/wal"
+)
+
+// readHeaderTimeout bounds a client's request headers.
+const readHeaderTimeout = 10 * time.Second
+
+// Writer submits events at a durability level (the commit pipeline).
+type Writer interface {
+	Submit(ctx context.Context, events []fsm.Event, level commit.Durability) (commit.SubmitResult, error)
+	// QueueFill is the pipeline's fill, 0..1: workers' backpressure.
+	QueueFill() float64
+	// Watermark is the highest LSN below which every record reached its tier.
+	Watermark() wal.LSN
+}
+
+// Consensus is what reads and operator calls ask of the node's Raft group.
+type Consensus interface {
+	IsLeader() bool
+	Leader() group.Leader
+	LastContact() time.Duration
+	// ConfirmLeadership is a strong read's read index.
+	ConfirmLeadership(ctx context.Context) error
+	Status() group.Status
+	Servers() ([]group.Server, error)
+	HasServer(id string) (bool, error)
+	AddServer(id, addr string, voter bool, timeout time.Duration) (uint64, error)
+	RemoveServer(id string, timeout time.Duration) (uint64, error)
+	TransferLeadership(to string) error
+}
+
+// Applied is the ledger's applied index with a broadcast on advance.
+type Applied interface {
+	Wait(ctx context.Context, index uint64) error
+	Current() (uint64, <-chan struct{})
+}
+
+// Store opens one consistent read view of the ledger.
+type Store interface {
+	View(fn func(fsm.ReadTx) error) error
+}
+
+// Members is what the API reads of gossip: the cluster's members, to
+// forward calls and to know which regions exist.
+type Members interface {
+	Members() []members.Member
+	Lookup(nodeID string) (members.Member, bool)
+}
+
+// Peers are the node-to-node calls: their client (to forward a client's
+// call) and their internal routes.
+type Peers interface {
+	HTTPClient() *http.Client
+	Routes() map[string]http.HandlerFunc
+}
+
+// Workers is the lifecycle's state the worker API reads and renews.
+type Workers interface {
+	Touch(worker string)
+	Forget(worker string)
+	LeaseView(ctx context.Context, index uint64) *lifecycle.View
+	ForwarderStatus() (api.ForwarderStatus, bool)
+}
+
+// WALStatus is the NodeWAL's positions, for GET /v1/cluster/raft.
+type WALStatus interface {
+	Watermarks() wal.Watermarks
+	LastLSN() wal.LSN
+}
+
+// Config is everything the API needs. Every field is required but
+// Logger, JobIDs (gates only) and Closing.
+type Config struct {
+	NodeID string
+	Role   gossip.Role
+	Region string
+	// Group names the node's Raft group in session tokens.
+	Group string
+	// Tier is the durability the node's writes reach.
+	Tier commit.Durability
+
+	MaxStaleness    time.Duration // default of bounded reads
+	SessionWait     time.Duration // how long a session read waits
+	WorkerAckWindow time.Duration // told to workers at registration
+	// EnableFaultInjection serves /v1/debug/faults (operator only).
+	EnableFaultInjection bool
+
+	Auth      *auth.Authenticator
+	Ledger    *fsm.Ledger
+	Store     Store
+	Applied   Applied
+	Writer    Writer
+	Consensus Consensus
+	Members   Members
+	Peers     Peers
+	Workers   Workers
+	WAL       WALStatus
+	Stamper   *commit.Stamper
+	JobIDs    *fsm.JobIDGenerator
+	Faults    *faultnet.Faults
+	// Registry serves /metrics and takes the HTTP metrics.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	// Closing reports that the node is shutting down (/readyz).
+	Closing func() bool
+}
+
+// Server serves the API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	idem    *idempotencyCache
+	watches watchSet
+	metrics *httpMetrics
+	srv     *http.Server
+
+	ctx    context.Context // ends at Close or Shutdown: watch streams
+	cancel context.CancelFunc
+}
+
+// New returns a Server; Serve serves it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Auth == nil || cfg.Ledger == nil || cfg.Store == nil || cfg.Applied == nil || cfg.Writer == nil ||
+		cfg.Consensus == nil || cfg.Members == nil || cfg.Peers == nil || cfg.Workers == nil || cfg.WAL == nil ||
+		cfg.Stamper == nil || cfg.Faults == nil || cfg.Registry == nil {
+		return nil, errors.New("cluster: httpapi: a required dependency is missing")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Closing == nil {
+		cfg.Closing = func() bool { return false }
+	}
+	sv := &Server{cfg: cfg, log: cfg.Logger, idem: newIdempotencyCache(idempotencyCacheEntries),
+		metrics: newHTTPMetrics(cfg.Registry)}
+	sv.ctx, sv.cancel = context.WithCancel(context.Background())
+	sv.srv = &http.Server{Handler: sv.routes(), ReadHeaderTimeout: readHeaderTimeout}
+	sv.srv.RegisterOnShutdown(sv.cancel)
+	return sv, nil
+}
+
+// Serve serves the API on ln in the background.
+func (sv *Server) Serve(ln net.Listener) {
+	go func() {
+		if err := sv.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			sv.log.Error("http server stopped", "err", err)
+		}
+	}()
+}
+
+// Shutdown stops taking requests, ends watch streams and waits for the
+// requests in flight, until ctx ends.
+func (sv *Server) Shutdown(ctx context.Context) error { return sv.srv.Shutdown(ctx) }
+
+// Close stops the server at once.
+func (sv *Server) Close() error {
+	sv.cancel()
+	err := sv.srv.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
