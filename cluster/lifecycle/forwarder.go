@@ -68,7 +68,8 @@ type queued struct {
 // a circuit breaker. Its position is the ForwardMark in the regional
 // ledger, so a new leader resumes where the old one stopped; the global
 // apply is idempotent by event id, so events sent but not yet marked are
-// merely sent again.
+// merely sent again. Wall time (backoff, breaker, lag) comes from
+// Config.Now.
 type forwarder struct {
 	l  *Lifecycle
 	m  *forwarderMetrics
@@ -155,7 +156,7 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 	if err := f.fill(); err != nil {
 		return f.l.cfg.ReconcileInterval, err
 	}
-	now := time.Now()
+	now := f.l.cfg.Now()
 	if len(f.queue) == 0 {
 		if err := f.mark(ctx, now, false); err != nil {
 			return f.l.cfg.ReconcileInterval, err
@@ -164,7 +165,7 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 	}
 	if !f.br.allow(now) {
 		_, until := f.br.State()
-		return max(time.Until(until), reconcileCoalesce), nil
+		return max(until.Sub(now), reconcileCoalesce), nil
 	}
 	head := f.queue[:min(len(f.queue), forwardBatchEvents)]
 	events := make([]fsm.Event, len(head))
@@ -190,7 +191,7 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 		if ctx.Err() != nil {
 			return 0, nil
 		}
-		f.br.failure(time.Now())
+		f.br.failure(f.l.cfg.Now())
 		f.m.failures.Inc()
 		f.backoff = min(max(2*f.backoff, forwardBackoffMin), forwardBackoffMax)
 		return f.backoff, fmt.Errorf("forward %d events to the gates: %w", len(sent), err)
@@ -237,7 +238,7 @@ func (f *forwarder) fill() error {
 	f.m.lagEvents.Set(float64(lag))
 	f.m.queueDepth.Set(float64(len(f.queue)))
 	if len(f.queue) > 0 {
-		f.m.lagSeconds.Set(max(0, time.Since(time.UnixMilli(f.queue[0].event.HLC.WallMs)).Seconds()))
+		f.m.lagSeconds.Set(max(0, f.l.cfg.Now().Sub(time.UnixMilli(f.queue[0].event.HLC.WallMs)).Seconds()))
 	} else {
 		f.m.lagSeconds.Set(0)
 	}

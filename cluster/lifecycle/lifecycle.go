@@ -89,8 +89,10 @@ type Config struct {
 	// Clock stamps planned events and gives the global reconciler its
 	// HLC wall time.
 	Clock *hlc.Clock
-	// Now is the wall clock (worker liveness, the regional reconciler);
-	// default time.Now.
+	// Now is the wall clock: worker liveness, the regional reconciler,
+	// the forwarder's backoff, breaker cooldown and lag; default time.Now.
+	// (Timers and tickers still run on the runtime's clock: a test that
+	// drives a loop rather than its steps uses testing/synctest.)
 	Now func() time.Time
 
 	Logger     *slog.Logger          // default: discard
