@@ -18,7 +18,7 @@ func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
 	return lifecycle.New(lifecycle.Config{
 		NodeID: n.cfg.NodeID, Region: n.cfg.Region, Global: n.cfg.Role == RoleGate, Group: n.group, GlobalGroup: GlobalGroup,
 		Store: n.store, Positions: n.ledger, Submitter: w, Deliverer: w, Leadership: w, Applied: n.applied,
-		Clock: n.clock, Now: time.Now, Logger: n.log, Registerer: n.reg,
+		Stamper: n.stamper, Now: time.Now, Logger: n.log, Registerer: n.reg,
 		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,
 	})
 }

@@ -130,7 +130,7 @@ func asProduction(err error) error {
 		return err
 	}
 	out := *ae
-	out.Message = strings.ReplaceAll(out.Message, "cluster.refEventJSON", "fsm.eventJSON")
+	out.Message = strings.ReplaceAll(out.Message, "httpapi.refEventJSON", "fsm.eventJSON")
 	out.Message = strings.ReplaceAll(out.Message, "refEventJSON", "eventJSON")
 	return &out
 }

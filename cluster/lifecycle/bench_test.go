@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 )
@@ -37,7 +38,7 @@ func (b *benchBuilder) ev(id string, fence uint64, body fsm.Body) {
 	if id == "" {
 		tenant = "" // worker events belong to no job and no tenant
 	}
-	b.events = append(b.events, fsm.Event{ID: randomEventID(), Type: body.EventType(), JobID: id, Tenant: tenant, Fence: fence,
+	b.events = append(b.events, fsm.Event{ID: commit.NewEventID(), Type: body.EventType(), JobID: id, Tenant: tenant, Fence: fence,
 		HLC: hlc.Timestamp{WallMs: b.wall, Node: 1}, Region: "use1", Node: "n1", Body: body})
 	if len(b.events) >= 2000 {
 		b.flush()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/group/grouptest"
 	"github.com/strata-ledger/strata/fsm"
@@ -150,7 +151,7 @@ func TestFSMAdapter_FeedsTheDirtySet(t *testing.T) {
 	if got := take(); len(got.Jobs) != 0 || got.All {
 		t.Fatalf("replayed index: %+v", got)
 	}
-	f.Apply(grouptest.Command(3, mustBatch(t, fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerJoined,
+	f.Apply(grouptest.Command(3, mustBatch(t, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeWorkerJoined,
 		HLC: fsmtest.TS(1_700_000_000_000, 0, 1), Region: "use1", Node: "m1", Body: &fsm.WorkerJoined{Worker: "w1", Capacity: 2}})))
 	if got := take(); !got.Workers {
 		t.Fatalf("worker joined: %+v", got)

@@ -143,7 +143,7 @@ func TestRegionReconciler_LivenessGraceFromTheFirstPass(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	side := newIncrSide(t, false, "use1", func() time.Time { return now })
 	side.index++
-	if _, err := side.ledger.Apply(side.index, []fsm.Event{{ID: randomEventID(), Type: fsm.TypeWorkerJoined,
+	if _, err := side.ledger.Apply(side.index, []fsm.Event{{ID: commit.NewEventID(), Type: fsm.TypeWorkerJoined,
 		HLC: hlc.Timestamp{WallMs: now.UnixMilli(), Node: 1}, Region: "use1", Node: "n1", Body: &fsm.WorkerJoined{Worker: "w1", Capacity: 2}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-ledger/strata/fsm"
-	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -258,8 +257,10 @@ func (f *forwarder) mark(ctx context.Context, now time.Time, force bool) error {
 		return nil
 	}
 	marks = marks[:min(len(marks), forwardMarksPerEvent)]
-	e := []fsm.Event{{ID: randomEventID(), Type: fsm.TypeForwardMark, Body: &fsm.ForwardMark{Marks: marks}}}
-	if err := f.l.stamp(e, hlc.Timestamp{}); err != nil {
+	// A random id: positions are not decisions, two leaders' marks need
+	// not be one event.
+	e := []fsm.Event{{Type: fsm.TypeForwardMark, Body: &fsm.ForwardMark{Marks: marks}}}
+	if err := f.l.cfg.Stamper.Own(&e[0]); err != nil {
 		return err
 	}
 	if _, err := f.l.cfg.Submitter.Submit(ctx, e); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 )
@@ -71,9 +72,9 @@ func (c *clockedForwarder) accept(count int) {
 		id := fmt.Sprintf("use1-%d-g1-%05d", c.h.now.UnixMilli(), i+1)
 		spec := fsm.JobSpec{Tenant: "acme", Regions: []string{"use1"}, Timeout: fsm.Duration(time.Hour),
 			Workflows: []fsm.WorkflowSpec{{Name: "load", Count: 1, Duration: fsm.Duration(time.Second), Rate: 10}}}
-		c.h.apply(c.side, fsm.Event{ID: randomEventID(), Type: fsm.TypeJobCreated, JobID: id, Tenant: "acme", Fence: 1,
+		c.h.apply(c.side, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeJobCreated, JobID: id, Tenant: "acme", Fence: 1,
 			Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}},
-			fsm.Event{ID: randomEventID(), Type: fsm.TypeJobAccepted, JobID: id, Tenant: "acme", Fence: 1,
+			fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeJobAccepted, JobID: id, Tenant: "acme", Fence: 1,
 				Body: &fsm.JobAccepted{Region: "use1", WorkerCount: 1}})
 	}
 }

@@ -80,7 +80,7 @@ type globalWork struct {
 // pass plans the jobs that may need it: decisions are proposed now,
 // deliveries start in the background (one per region at a time).
 func (g *globalReconciler) pass(ctx context.Context) error {
-	now, err := g.l.cfg.Clock.Now()
+	now, err := g.l.cfg.Stamper.Now()
 	if err != nil {
 		return err
 	}

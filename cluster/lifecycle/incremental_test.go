@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/group/grouptest"
 	"github.com/strata-ledger/strata/fsm"
@@ -103,7 +104,7 @@ func (h *incrHarness) apply(s *incrSide, events ...fsm.Event) {
 func (h *incrHarness) addWorker(id string, capacity uint32) {
 	h.workers[id] = true
 	h.region.l.live.Touch(id)
-	h.apply(h.region, fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkerJoined, Body: &fsm.WorkerJoined{Worker: id, Capacity: capacity}})
+	h.apply(h.region, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeWorkerJoined, Body: &fsm.WorkerJoined{Worker: id, Capacity: capacity}})
 }
 
 var incrJobs int
@@ -114,14 +115,14 @@ func (h *incrHarness) submit(count uint32, timeout time.Duration) string {
 	id := fmt.Sprintf("use1-%d-g1-%05d", h.now.UnixMilli(), incrJobs)
 	spec := fsm.JobSpec{Tenant: "acme", Regions: []string{"use1"}, Timeout: fsm.Duration(timeout),
 		Workflows: []fsm.WorkflowSpec{{Name: "load", Count: count, Duration: fsm.Duration(time.Second), Rate: 10}}}
-	h.apply(h.global, fsm.Event{ID: randomEventID(), Type: fsm.TypeJobCreated, JobID: id, Tenant: "acme", Fence: 1,
+	h.apply(h.global, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeJobCreated, JobID: id, Tenant: "acme", Fence: 1,
 		Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}})
 	return id
 }
 
 func (h *incrHarness) cancel(id string) {
 	g := h.job(h.global, id)
-	h.apply(h.global, fsm.Event{ID: randomEventID(), Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: "acme",
+	h.apply(h.global, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: "acme",
 		Fence: g.Fence + 1, Body: &fsm.JobCancellationRequested{Reason: "test", Requestor: "t"}})
 }
 
@@ -181,7 +182,7 @@ func (h *incrHarness) round() {
 		if wf.Status != fsm.WorkflowStatusLeased || !h.workers[wf.Worker] || h.finish(wf) != "complete" {
 			continue
 		}
-		h.apply(h.region, fsm.Event{ID: randomEventID(), Type: fsm.TypeWorkflowCompleted, JobID: wf.JobID, Tenant: wf.Tenant,
+		h.apply(h.region, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeWorkflowCompleted, JobID: wf.JobID, Tenant: wf.Tenant,
 			Fence: wf.LeaseFence, Body: &fsm.WorkflowCompleted{Workflow: wf.ID}})
 	}
 }

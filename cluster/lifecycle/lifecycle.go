@@ -65,6 +65,17 @@ type Applied interface {
 	Changed() <-chan struct{}
 }
 
+// Stamper gives events the node's origin: an HLC of its clock, its id
+// and region (commit.Stamper).
+type Stamper interface {
+	// Planned stamps planned events after moving the clock past after.
+	Planned(events []fsm.Event, after hlc.Timestamp) error
+	// Own stamps an event the node originates, with a fresh id.
+	Own(e *fsm.Event) error
+	// Now reads the clock.
+	Now() (hlc.Timestamp, error)
+}
+
 // Config is what a Lifecycle needs; everything arrives here.
 type Config struct {
 	// NodeID and Region are stamped on planned events; Region is also the
@@ -86,9 +97,9 @@ type Config struct {
 	Deliverer  Deliverer
 	Leadership Leadership
 	Applied    Applied
-	// Clock stamps planned events and gives the global reconciler its
-	// HLC wall time.
-	Clock *hlc.Clock
+	// Stamper stamps planned events (commit.Stamper, the node's one
+	// stamper) and gives the global reconciler its HLC wall time.
+	Stamper Stamper
 	// Now is the wall clock: worker liveness, the regional reconciler,
 	// the forwarder's backoff, breaker cooldown and lag; default time.Now.
 	// (Timers and tickers still run on the runtime's clock: a test that
@@ -134,8 +145,8 @@ func (c *Config) Validate() error {
 		missing = "Leadership"
 	case c.Applied == nil:
 		missing = "Applied"
-	case c.Clock == nil:
-		missing = "Clock"
+	case c.Stamper == nil:
+		missing = "Stamper"
 	case !c.Global && c.Positions == nil:
 		missing = "Positions"
 	case c.ReconcileInterval <= 0:

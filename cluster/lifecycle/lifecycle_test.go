@@ -31,7 +31,7 @@ func TestConfig_ValidateNamesWhatIsMissing(t *testing.T) {
 		{name: "no deliverer", edit: func(c *Config) { c.Deliverer = nil }, want: "Deliverer"},
 		{name: "no leadership", edit: func(c *Config) { c.Leadership = nil }, want: "Leadership"},
 		{name: "no applied", edit: func(c *Config) { c.Applied = nil }, want: "Applied"},
-		{name: "no clock", edit: func(c *Config) { c.Clock = nil }, want: "Clock"},
+		{name: "no clock", edit: func(c *Config) { c.Stamper = nil }, want: "Stamper"},
 		{name: "manager without positions", edit: func(c *Config) { c.Positions = nil }, want: "Positions"},
 		{name: "no interval", edit: func(c *Config) { c.ReconcileInterval = 0 }, want: "ReconcileInterval"},
 		{name: "manager without ack window", edit: func(c *Config) { c.WorkerAckWindow = 0 }, want: "WorkerAckWindow"},

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -147,29 +146,11 @@ func waitOrDone(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// stamp gives planned events their origin and increasing HLCs from this
-// node's clock, after moving the clock past after (the newest event the
-// plan was based on), so they order after what they react to.
+// stamp gives planned events their origin and increasing HLCs after
+// the newest event the plan was based on, so they order after what they
+// react to.
 func (l *Lifecycle) stamp(events []fsm.Event, after hlc.Timestamp) error {
-	return stamp(l.cfg.Clock, l.cfg.Region, l.cfg.NodeID, events, after)
-}
-
-// stamp gives events origin region and node and increasing HLCs from
-// clock, after moving clock past after (zero: no move).
-func stamp(clock *hlc.Clock, region, node string, events []fsm.Event, after hlc.Timestamp) error {
-	if after.WallMs > 0 {
-		if _, err := clock.Update(after); err != nil {
-			return err
-		}
-	}
-	for i := range events {
-		ts, err := clock.Now()
-		if err != nil {
-			return err
-		}
-		events[i].HLC, events[i].Region, events[i].Node = ts, region, node
-	}
-	return nil
+	return l.cfg.Stamper.Planned(events, after)
 }
 
 // chunkEvents splits events into proposals of at most maxPlannedPerBatch
@@ -226,12 +207,4 @@ func maxTS(a, b hlc.Timestamp) hlc.Timestamp {
 		return b
 	}
 	return a
-}
-
-// randomEventID returns a random event id (a ForwardMark's: positions
-// are not decisions, two leaders' marks need not be one event).
-func randomEventID() fsm.EventID {
-	var id fsm.EventID
-	_, _ = rand.Read(id[:])
-	return id
 }

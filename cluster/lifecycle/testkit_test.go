@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -29,7 +30,6 @@ type (
 	}
 	fakeLeadership struct{ leader bool }
 	fakeApplied    struct{}
-	memPersister   struct{ bound int64 }
 )
 
 func (f fakeSubmitter) Submit(ctx context.Context, events []fsm.Event) ([]fsm.Result, error) {
@@ -49,16 +49,18 @@ func (f fakeDeliverer) Deliver(ctx context.Context, group string, batch []byte) 
 func (f fakeLeadership) IsLeader() bool            { return f.leader }
 func (fakeLeadership) Barrier(time.Duration) error { return nil }
 func (fakeApplied) Changed() <-chan struct{}       { return make(chan struct{}) }
-func (p *memPersister) Load() (int64, error)       { return p.bound, nil }
-func (p *memPersister) Store(bound int64) error    { p.bound = bound; return nil }
 
-// testClock is an HLC on now.
-func testClock(now func() time.Time) *hlc.Clock {
-	c, err := hlc.New(hlc.Config{Node: 1, Physical: func() int64 { return now().UnixMilli() }, Persister: &memPersister{}})
+// testStamper stamps as node n1 of region with an HLC on now.
+func testStamper(now func() time.Time, region string) *commit.Stamper {
+	c, err := hlc.New(hlc.Config{Node: 1, Physical: func() int64 { return now().UnixMilli() }, Persister: &hlc.MemoryPersister{}})
 	if err != nil {
 		panic(err)
 	}
-	return c
+	s, err := commit.NewStamper(c, "n1", region)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // testConfig is a Config with fakes for every dependency but store,
@@ -66,6 +68,6 @@ func testClock(now func() time.Time) *hlc.Clock {
 func testConfig(global bool, region string, store Store, positions Positions, now func() time.Time) Config {
 	return Config{NodeID: "n1", Region: region, Global: global, Group: region, Store: store, Positions: positions,
 		Submitter: fakeSubmitter{}, Deliverer: fakeDeliverer{}, Leadership: fakeLeadership{}, Applied: fakeApplied{},
-		Clock: testClock(now), Now: now, ReconcileInterval: 250 * time.Millisecond,
+		Stamper: testStamper(now, region), Now: now, ReconcileInterval: 250 * time.Millisecond,
 		WorkerAckWindow: 5 * time.Second, BreakerCooldown: 30 * time.Second}
 }
