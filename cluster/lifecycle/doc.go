@@ -14,7 +14,13 @@
 // workers' liveness (when each was last heard from), the lease view the
 // worker API answers long polls from, and the current term's forwarder.
 // What it decides: the events to propose next, read from one view of the
-// ledger per pass.
+// ledger per pass. Each reconciler decides, then does (etcd-io/raft's
+// RawNode and Ready): its step reads one ledger view and returns the work
+// to do — events to propose (stamped by the driver, after the newest
+// event they react to), deliveries, the lease view, workers to forget —
+// and does no I/O; a short driver (drive.go) carries the work out through
+// the Submitter and Deliverer, publishes the view, and reports back what
+// the step must know (which deliveries ended).
 //
 // Invariants:
 //   - Level-triggered: a pass plans from the ledger's state, not from the
@@ -36,7 +42,8 @@
 // Concurrency: every exported method of Lifecycle is safe for concurrent
 // use (the FSM's Entry and Restored, the HTTP handlers' Touch, Forget,
 // LeaseView, ForwarderStatus). Run is called once; the reconcilers'
-// indexes are owned by the pass goroutine of the term.
+// indexes are owned by the pass goroutine of the term, which alone calls
+// their steps.
 //
 // What it does not do: no I/O of its own. It reads the ledger through
 // Store and Positions, proposes through the Submitter, delivers to other

@@ -107,29 +107,24 @@ func TestGlobalReconciler_BusyRegionDoesNotDelayNewJobs(t *testing.T) {
 	id := h.submit(1, time.Hour)
 	g := h.g
 	g.inflight["use1"] = true // a delivery to use1 is running
-	w, err := g.plan(h.now.UnixMilli(), false)
+	if _, err := g.step(h.now.UnixMilli(), false); err != nil {
+		t.Fatal(err)
+	}
+	h.now = h.now.Add(250 * time.Millisecond)
+	w, err := g.step(h.now.UnixMilli(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for region, evs := range w.sends { // as pass does
-		g.send(t.Context(), region, evs)
+	if len(w.deliver) != 0 || g.visited != 0 {
+		t.Fatalf("use1 still busy: the pass sends %v and visits %d jobs, want nothing", w.deliver, g.visited)
 	}
-	h.now = h.now.Add(250 * time.Millisecond)
-	if w, err = g.plan(h.now.UnixMilli(), false); err != nil {
-		t.Fatal(err)
-	}
-	if len(w.sends) != 0 || g.visited != 0 {
-		t.Fatalf("use1 still busy: the pass sends %v and visits %d jobs, want nothing", w.sends, g.visited)
-	}
-	g.mu.Lock()
-	delete(g.inflight, "use1") // it ended
-	g.mu.Unlock()
-	h.now = h.now.Add(250 * time.Millisecond) // one reconcile interval
-	if w, err = g.plan(h.now.UnixMilli(), false); err != nil {
+	g.advance(globalResult{ended: []string{"use1"}}) // it ended
+	h.now = h.now.Add(250 * time.Millisecond)        // one reconcile interval
+	if w, err = g.step(h.now.UnixMilli(), false); err != nil {
 		t.Fatal(err)
 	}
 	var sent []string
-	for _, e := range w.sends["use1"] {
+	for _, e := range w.deliver["use1"] {
 		sent = append(sent, e.JobID)
 	}
 	if len(sent) != 1 || sent[0] != id {
@@ -150,12 +145,12 @@ func TestRegionReconciler_LivenessGraceFromTheFirstPass(t *testing.T) {
 	good := side.l.cfg.Store
 	side.l.cfg.Store = closedStore(t) // unreadable while the reconciler is made
 	rr := newRegionReconciler(side.l)
-	side.l.cfg.Store = good
-	events, _, err := rr.plan(now, false)
+	side.l.cfg.Store, rr.store = good, good
+	w, err := rr.step(now, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range events {
+	for _, e := range w.propose {
 		if e.Type == fsm.TypeWorkerLeft {
 			t.Fatalf("the first pass expires %s, registered and inherited by the new leader", e.Body.(*fsm.WorkerLeft).Worker)
 		}

@@ -1,11 +1,8 @@
 package lifecycle
 
 import (
-	"context"
-	"maps"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
@@ -28,16 +25,23 @@ const (
 // jobs and their stop decisions to the regions until they react, completes
 // jobs whose regions are all done, and times jobs out.
 //
+// It is the decide half of decide-then-do (etcd-io/raft's RawNode and
+// Ready): step reads one view of the ledger and returns the work to do, a
+// globalWork; advance takes back what the driver (globalDriver) reports
+// of it. It does no I/O of its own — it takes the dirty set and reads the
+// ledger, but never proposes, delivers, reads a clock or starts a
+// goroutine — and only the goroutine of the term's passes calls it.
+//
 // It plans incrementally (cluster/DESIGN.md, "Job lifecycle"): a pass
 // visits the jobs the ledger changed (the lifecycle's dirty set), the jobs
 // whose time-out or redelivery is due, and the jobs it proposed a
 // decision for last pass (in case the proposal failed); every
 // resyncInterval, on its first pass and when the dirty set overflowed, it
 // scans every live job instead. A job with nothing planned and nothing
-// due drops out of its indexes. Only the pass goroutine touches retry,
-// pending, held, due and lastFull.
+// due drops out of its indexes.
 type globalReconciler struct {
-	l       *Lifecycle
+	store   Store
+	dirty   *dirtySet
 	retry   map[string]map[string]*redelivery // job id → region → redelivery
 	pending map[string]bool                   // jobs whose last plan emitted a decision
 	// held are, per region, the jobs planned for it while a delivery to
@@ -46,10 +50,10 @@ type globalReconciler struct {
 	due      *dueSet // job id → next time-out or redelivery (HLC wall ms)
 	lastFull int64   // HLC wall ms of the last full scan; 0: none yet
 	visited  int     // jobs the last pass planned
-
-	mu       sync.Mutex
-	inflight map[string]bool // region → a delivery is running
-	wg       sync.WaitGroup
+	// inflight are the regions a delivery runs to: a step that returns a
+	// delivery to a region marks it, advance frees it when the driver
+	// reports that the delivery ended. One delivery per region at a time.
+	inflight map[string]bool
 }
 
 // redelivery tracks when a (job, region) delivery may be sent again.
@@ -59,61 +63,59 @@ type redelivery struct {
 }
 
 func newGlobalReconciler(l *Lifecycle) *globalReconciler {
-	return &globalReconciler{l: l, retry: map[string]map[string]*redelivery{}, pending: map[string]bool{},
-		held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{}}
+	return &globalReconciler{store: l.cfg.Store, dirty: l.dirty, retry: map[string]map[string]*redelivery{},
+		pending: map[string]bool{}, held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{}}
 }
 
-// wait returns when every delivery started by pass has ended.
-func (g *globalReconciler) wait() { g.wg.Wait() }
-
-// globalWork is what one pass decided: decisions to propose (stamped
-// after newest) and deliveries to start, by region.
+// globalWork is what one step of the global reconciler decided, its
+// Ready: nothing in it has been done yet.
 type globalWork struct {
-	emit   []fsm.Event
-	newest hlc.Timestamp
-	sends  map[string][]fsm.Event
-	// busy are the regions a delivery was running to when the pass
-	// began: their jobs are held, without booking a redelivery.
-	busy map[string]bool
+	// propose are the decisions to propose, in the order the step visited
+	// their jobs, not stamped yet: the driver stamps them after after (the
+	// newest event of the jobs they decide on) and proposes them in order.
+	propose []fsm.Event
+	after   hlc.Timestamp
+	// deliver holds, per region, what to deliver to it (each job's
+	// JobCreated and, when it stops, its decision), in the order the step
+	// visited the jobs. The step marked these regions in flight; the
+	// driver reports the end of each delivery through advance.
+	deliver map[string][]fsm.Event
 }
 
-// pass plans the jobs that may need it: decisions are proposed now,
-// deliveries start in the background (one per region at a time).
-func (g *globalReconciler) pass(ctx context.Context) error {
-	now, err := g.l.cfg.Stamper.Now()
-	if err != nil {
-		return err
-	}
-	w, err := g.plan(now.WallMs, false)
-	if err != nil {
-		return err
-	}
-	for region, evs := range w.sends {
-		g.send(ctx, region, evs)
-	}
-	if len(w.emit) == 0 {
-		return nil
-	}
-	if err := g.l.stamp(w.emit, w.newest); err != nil {
-		return err
-	}
-	return g.l.proposeAll(ctx, w.emit)
+// globalResult is what the driver reports back to the global reconciler.
+type globalResult struct {
+	// ended are the regions whose delivery ended (delivered or failed)
+	// since the last report: the next step may deliver to them again. A
+	// failed delivery changes nothing else: redelivery is level-triggered
+	// (the backoff a (job, region) delivery booked when it was planned
+	// holds until the region reacts).
+	ended []string
 }
 
-// plan reads the jobs this pass visits (every live job when full, or
+// advance takes the driver's report: the regions whose delivery ended are
+// free.
+func (g *globalReconciler) advance(r globalResult) {
+	for _, region := range r.ended {
+		delete(g.inflight, region)
+	}
+}
+
+// step reads the jobs this pass visits (every live job when full, or
 // when a resync is due) in one view at HLC wall time nowMs, plans them,
-// and updates the indexes.
-func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
-	w := globalWork{sends: map[string][]fsm.Event{}, busy: g.busyRegions()}
+// updates the indexes, and returns the work to do. The regions a delivery
+// runs to (inflight) are busy for the whole step: their jobs are held,
+// without booking a redelivery.
+func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
+	w := globalWork{deliver: map[string][]fsm.Event{}}
 	g.visited = 0
-	d := g.l.dirty.take()
+	d := g.dirty.take()
 	full = full || d.All || g.lastFull == 0 || nowMs-g.lastFull >= resyncInterval.Milliseconds()
 	var ids []string
 	if !full {
-		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), plan.SortedKeys(g.pending), g.release(w.busy))
+		ids = unionIDs(d.Jobs, g.due.popDue(nowMs), plan.SortedKeys(g.pending), g.release())
 		sort.Strings(ids)
 	}
-	err := g.l.cfg.Store.View(func(tx fsm.ReadTx) error {
+	err := g.store.View(func(tx fsm.ReadTx) error {
 		visit := func(s *fsm.JobState) error { return g.visit(tx, s, nowMs, &w) }
 		if full {
 			seen := map[string]bool{}
@@ -151,7 +153,13 @@ func (g *globalReconciler) plan(nowMs int64, full bool) (globalWork, error) {
 	case full:
 		g.lastFull = nowMs
 	}
-	return w, err
+	if err != nil {
+		return globalWork{}, err
+	}
+	for region := range w.deliver {
+		g.inflight[region] = true
+	}
+	return w, nil
 }
 
 // visit plans job s, adds its decision and deliveries to w, and files it
@@ -163,8 +171,8 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 	g.visited++
 	p := plan.Global(s, nowMs)
 	if p.Emit != nil {
-		w.emit = append(w.emit, *p.Emit)
-		w.newest = maxTS(w.newest, s.Last.HLC)
+		w.propose = append(w.propose, *p.Emit)
+		w.after = maxTS(w.after, s.Last.HLC)
 		g.pending[s.JobID] = true
 	} else {
 		delete(g.pending, s.JobID)
@@ -174,7 +182,7 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 	for _, regions := range [][]string{p.Dispatch, p.Stop} {
 		for _, r := range regions {
 			planned[r] = true
-			if w.busy[r] {
+			if g.inflight[r] {
 				g.hold(r, s.JobID)
 				continue
 			}
@@ -187,7 +195,7 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 					return err
 				}
 			}
-			w.sends[r] = append(w.sends[r], evs...)
+			w.deliver[r] = append(w.deliver[r], evs...)
 		}
 	}
 	next := int64(0)
@@ -247,7 +255,7 @@ func jobDelivery(tx fsm.ReadTx, s *fsm.JobState, stop bool) ([]fsm.Event, error)
 // deliverable reports whether job's delivery to region may be sent at
 // nowMs, and if so books the next attempt (backing off while the region
 // does not react). The caller checked that no delivery to region is
-// running, so what it books is sent.
+// running, so what it books goes out with the step's work.
 func (g *globalReconciler) deliverable(job, region string, nowMs int64) bool {
 	rs := g.retry[job]
 	if rs == nil {
@@ -275,60 +283,17 @@ func (g *globalReconciler) hold(region, job string) {
 	g.held[region][job] = true
 }
 
-// release returns the jobs held for the regions not busy, and forgets
-// them.
-func (g *globalReconciler) release(busy map[string]bool) []string {
+// release returns the jobs held for the regions not in flight, and
+// forgets them.
+func (g *globalReconciler) release() []string {
 	var out []string
 	for r, jobs := range g.held {
-		if !busy[r] {
+		if !g.inflight[r] {
 			out = append(out, plan.SortedKeys(jobs)...)
 			delete(g.held, r)
 		}
 	}
 	return out
-}
-
-// busyRegions returns the regions a delivery is running to.
-func (g *globalReconciler) busyRegions() map[string]bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return maps.Clone(g.inflight)
-}
-
-// send delivers evs to region in the background. Only the pass goroutine
-// starts deliveries and plan left out the regions busy when it began, so
-// region is free; were it not, the skipped jobs would wait out their
-// redelivery backoff.
-func (g *globalReconciler) send(ctx context.Context, region string, evs []fsm.Event) {
-	g.mu.Lock()
-	if g.inflight[region] {
-		g.mu.Unlock()
-		return
-	}
-	g.inflight[region] = true
-	g.mu.Unlock()
-	g.wg.Go(func() {
-		defer func() {
-			g.mu.Lock()
-			delete(g.inflight, region)
-			g.mu.Unlock()
-		}()
-		chunks, err := chunkEvents(evs)
-		for _, c := range chunks {
-			if err != nil {
-				break
-			}
-			var batch []byte
-			if batch, err = fsm.EncodeBatch(c); err == nil {
-				dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
-				_, err = g.l.cfg.Deliverer.Deliver(dctx, region, batch)
-				cancel()
-			}
-		}
-		if err != nil && ctx.Err() == nil {
-			g.l.log.Warn("delivery to region failed", "region", region, "events", len(evs), "err", err)
-		}
-	})
 }
 
 // liveJob reports whether s is one eachLiveJob(region) would visit.

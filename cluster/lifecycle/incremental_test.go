@@ -24,8 +24,8 @@ type incrSide struct {
 	index  uint64
 }
 
-// incrHarness runs the reconcilers' plan steps (the passes minus
-// proposing) against a global and a regional ledger on a fake clock,
+// incrHarness runs the reconcilers' steps and carries out their work
+// (the drivers' passes minus stamping, proposing and delivering) against a global and a regional ledger on a fake clock,
 // moving events as delivery, the forwarder and workers would. Nothing but
 // the first pass of each reconciler scans every job (the clock stays
 // under resyncInterval), so it drives jobs through the incremental paths.
@@ -159,19 +159,24 @@ func (h *incrHarness) workflows(job string) []*fsm.WorkflowState {
 func (h *incrHarness) round() {
 	h.t.Helper()
 	h.now = h.now.Add(200 * time.Millisecond)
-	w, err := h.g.plan(h.now.UnixMilli(), false)
+	w, err := h.g.step(h.now.UnixMilli(), false)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.apply(h.global, w.emit...)
-	for _, evs := range w.sends {
+	h.apply(h.global, w.propose...)
+	for _, evs := range w.deliver {
 		h.apply(h.region, evs...) // duplicates are no-ops
 	}
-	events, _, err := h.rr.plan(h.now, false)
+	h.g.advance(allEnded(w))
+	rw, err := h.rr.step(h.now, false)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.apply(h.region, events...)
+	h.region.l.PublishView(rw.view) // as the driver does
+	for _, id := range rw.forget {
+		h.region.l.Forget(id)
+	}
+	h.apply(h.region, rw.propose...)
 	h.forward()
 	for id, live := range h.workers {
 		if live {

@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"context"
 	"maps"
 	"sort"
 	"time"
@@ -21,6 +20,14 @@ const jobProgressInterval = time.Second
 // the region's end, and stops workflows when a job is cancelled, failed or
 // timed out.
 //
+// It is the decide half of decide-then-do (etcd-io/raft's RawNode and
+// Ready): step reads one view of the ledger and returns the work to do, a
+// regionWork, which the driver (regionDriver) carries out. It does no I/O
+// of its own — it takes the dirty set, reads the ledger and the workers'
+// liveness (and resets the liveness once per term, inherit), but never
+// proposes, publishes the lease view, or starts a goroutine; the wall
+// time is its argument.
+//
 // It plans incrementally (cluster/DESIGN.md, "Job lifecycle"). A pass
 // visits the jobs the ledger changed (the lifecycle's dirty set), the jobs
 // whose progress report is due, and the jobs whose last plan had output;
@@ -31,7 +38,11 @@ const jobProgressInterval = time.Second
 // settled job drops out of every index. Only the pass goroutine touches
 // the reconciler's fields.
 type regionReconciler struct {
-	l            *Lifecycle
+	store        Store
+	region       string
+	window       time.Duration // WorkerAckWindow
+	dirty        *dirtySet
+	heard        *liveness        // when each worker was last heard from
 	lastProgress map[string]int64 // job id → ms of its last job-level report, while within jobProgressInterval
 	// active holds, per job with work in flight, its DISPATCHED and
 	// LEASED workflows as its last visit read them. Every change to a
@@ -55,7 +66,8 @@ type regionReconciler struct {
 }
 
 func newRegionReconciler(l *Lifecycle) *regionReconciler {
-	return &regionReconciler{l: l, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
+	return &regionReconciler{store: l.cfg.Store, region: l.cfg.Region, window: l.cfg.WorkerAckWindow, dirty: l.dirty,
+		heard: l.live, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
 		waiting: map[string]bool{}, pending: map[string]bool{}, due: newDueSet(), live: map[string]bool{}}
 }
 
@@ -75,7 +87,7 @@ func (rr *regionReconciler) inherit() {
 			ids = append(ids, w.ID)
 		}
 	}
-	rr.l.live.Reset(ids)
+	rr.heard.Reset(ids)
 	rr.inherited = true
 }
 
@@ -85,17 +97,21 @@ type regionJob struct {
 	wfs map[string]*fsm.WorkflowState
 }
 
-// pass plans the jobs that may need it and proposes the plan; it
-// publishes the view the worker API serves leases from.
-func (rr *regionReconciler) pass(ctx context.Context) error {
-	events, newest, err := rr.plan(rr.l.cfg.Now(), false)
-	if err != nil || len(events) == 0 {
-		return err
-	}
-	if err := rr.l.stamp(events, newest); err != nil {
-		return err
-	}
-	return rr.l.proposeAll(ctx, events)
+// regionWork is what one step of the regional reconciler decided, its
+// Ready: nothing in it has been done yet.
+type regionWork struct {
+	// propose are the planned events (the workers' expiries, then each
+	// visited job's, in the order the step read the jobs), not stamped
+	// yet: the driver stamps them after after (the newest event of the
+	// jobs and workflows they react to) and proposes them in order.
+	propose []fsm.Event
+	after   hlc.Timestamp
+	// view is the lease view the step read, for the driver to publish
+	// before it proposes.
+	view *View
+	// forget are the workers propose expires (WorkerLeft): the driver
+	// drops them from the liveness.
+	forget []string
 }
 
 // regionVisit is what one pass read: the jobs it visits, in the order it
@@ -107,17 +123,16 @@ type regionVisit struct {
 	changed bool
 }
 
-// plan reads the jobs this pass visits (every live job when full, or
+// step reads the jobs this pass visits (every live job when full, or
 // when a resync is due) and the region's workers in one view at now,
-// publishes the lease view, plans, and updates the indexes.
-func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Timestamp, error) {
-	l := rr.l
-	region, window, nowMs := l.cfg.Region, l.cfg.WorkerAckWindow, now.UnixMilli()
-	d := l.dirty.take()
+// plans, updates the indexes, and returns the work to do.
+func (rr *regionReconciler) step(now time.Time, full bool) (regionWork, error) {
+	region, window, nowMs := rr.region, rr.window, now.UnixMilli()
+	d := rr.dirty.take()
 	full = full || d.All || rr.lastFull == 0 || nowMs-rr.lastFull >= resyncInterval.Milliseconds()
 	v := &regionVisit{byID: map[string]*regionJob{}, changed: full || rr.leases == nil}
 	var index uint64
-	err := l.cfg.Store.View(func(tx fsm.ReadTx) error {
+	err := rr.store.View(func(tx fsm.ReadTx) error {
 		var err error
 		if index, err = tx.AppliedIndex(); err != nil {
 			return err
@@ -130,7 +145,7 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 		rr.inherit()
 		live := map[string]bool{}
 		for _, w := range rr.workers {
-			if w.Active && l.live.Live(w.ID, window) {
+			if w.Active && rr.heard.Live(w.ID, window) {
 				live[w.ID] = true
 			}
 		}
@@ -166,9 +181,9 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 	})
 	if err != nil {
 		rr.lastFull = 0 // what this pass took is lost: the next one scans everything
-		return nil, hlc.Timestamp{}, err
+		return regionWork{}, err
 	}
-	l.views.publish(&View{Index: index, Leases: rr.leases})
+	w := regionWork{view: &View{Index: index, Leases: rr.leases}}
 
 	var slots []*plan.WorkerSlot
 	for _, w := range rr.workers {
@@ -177,14 +192,13 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 		}
 	}
 	p := plan.NewRegionPass(region, nowMs, window.Milliseconds(), slots)
-	events := plan.Workers(rr.workers, p)
+	w.propose = plan.Workers(rr.workers, p)
 	rr.visited = len(v.jobs)
-	var newest hlc.Timestamp
 	for _, j := range v.jobs {
 		id := j.s.JobID
-		newest = maxTS(newest, j.s.Last.HLC)
-		for _, w := range j.wfs {
-			newest = maxTS(newest, w.HLC)
+		w.after = maxTS(w.after, j.s.Last.HLC)
+		for _, wf := range j.wfs {
+			w.after = maxTS(w.after, wf.HLC)
 		}
 		last, reported := rr.lastProgress[id]
 		due := !reported || nowMs-last >= jobProgressInterval.Milliseconds()
@@ -207,21 +221,21 @@ func (rr *regionReconciler) plan(now time.Time, full bool) ([]fsm.Event, hlc.Tim
 		} else {
 			rr.due.remove(id)
 		}
-		events = append(events, planned...)
+		w.propose = append(w.propose, planned...)
 	}
-	for _, e := range events {
+	for _, e := range w.propose {
 		if e.Type == fsm.TypeWorkerLeft {
-			l.live.Forget(e.Body.(*fsm.WorkerLeft).Worker)
+			w.forget = append(w.forget, e.Body.(*fsm.WorkerLeft).Worker)
 		}
 	}
-	return events, newest, nil
+	return w, nil
 }
 
 // readWorkers reads the region's registered workers.
 func (rr *regionReconciler) readWorkers(tx fsm.ReadTx) error {
 	rr.workers, rr.haveWkrs = nil, true
 	return tx.Workers(func(w *fsm.WorkerState) error {
-		if w.Region == rr.l.cfg.Region {
+		if w.Region == rr.region {
 			rr.workers = append(rr.workers, w)
 		}
 		return nil
@@ -239,7 +253,7 @@ func (rr *regionReconciler) readIDs(tx fsm.ReadTx, ids []string, v *regionVisit)
 		if err != nil {
 			return err
 		}
-		if s == nil || !liveJob(s, rr.l.cfg.Region) {
+		if s == nil || !liveJob(s, rr.region) {
 			v.changed = rr.drop(id) || v.changed
 			continue
 		}
@@ -253,7 +267,7 @@ func (rr *regionReconciler) readIDs(tx fsm.ReadTx, ids []string, v *regionVisit)
 // read visits live job s: a settled one drops out of the indexes, any
 // other is read with its workflows and its work in flight recorded.
 func (rr *regionReconciler) read(tx fsm.ReadTx, s *fsm.JobState, v *regionVisit) error {
-	region := rr.l.cfg.Region
+	region := rr.region
 	if regionSettled(s, region) {
 		v.changed = rr.drop(s.JobID) || v.changed
 		return nil

@@ -87,17 +87,17 @@ func (l *Lifecycle) lead(ctx context.Context) {
 	l.log.Info("leading: reconcilers started", "group", l.cfg.Group)
 	defer l.log.Info("reconcilers stopped", "group", l.cfg.Group)
 	if l.cfg.Global {
-		g := newGlobalReconciler(l)
-		l.reconcileLoop(ctx, g.pass)
-		g.wait()
+		d := newGlobalDriver(l)
+		l.reconcileLoop(ctx, d.pass)
+		d.wait()
 		return
 	}
-	rr := newRegionReconciler(l)
+	d := newRegionDriver(l)
 	fw := newForwarder(l)
 	l.fwd.Store(fw)
 	done := make(chan struct{})
 	go func() { defer close(done); fw.run(ctx) }()
-	l.reconcileLoop(ctx, rr.pass)
+	l.reconcileLoop(ctx, d.pass)
 	<-done
 }
 

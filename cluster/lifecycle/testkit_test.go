@@ -2,6 +2,8 @@ package lifecycle
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
@@ -70,4 +72,10 @@ func testConfig(global bool, region string, store Store, positions Positions, no
 		Submitter: fakeSubmitter{}, Deliverer: fakeDeliverer{}, Leadership: fakeLeadership{}, Applied: fakeApplied{},
 		Stamper: testStamper(now, region), Now: now, ReconcileInterval: 250 * time.Millisecond,
 		WorkerAckWindow: 5 * time.Second, BreakerCooldown: 30 * time.Second}
+}
+
+// allEnded reports every delivery of w as ended, as a driver would once
+// they all returned.
+func allEnded(w globalWork) globalResult {
+	return globalResult{ended: slices.Sorted(maps.Keys(w.deliver))}
 }

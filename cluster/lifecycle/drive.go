@@ -1,0 +1,127 @@
+package lifecycle
+
+import (
+	"context"
+	"sync"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+// The drivers are the do half of the reconcilers' decide-then-do
+// (etcd-io/raft's RawNode and Ready): a pass takes one step of its
+// reconciler and carries out the work it returns through the interfaces
+// the Lifecycle was given — stamp and propose (Stamper, Submitter),
+// deliver (Deliverer), publish the lease view, forget workers — and
+// reports back what the reconciler must know of the outcome. A pass runs
+// on the term's pass goroutine (reconcileLoop), one at a time.
+
+// globalDriver drives a global leader's reconciler for one term: it
+// proposes its decisions and delivers to the regions in the background,
+// one delivery per region at a time (the reconciler asks for no other),
+// and reports each delivery's end back at the next pass.
+type globalDriver struct {
+	l *Lifecycle
+	g *globalReconciler
+
+	mu    sync.Mutex
+	ended []string // regions whose delivery ended since the last pass
+	wg    sync.WaitGroup
+}
+
+func newGlobalDriver(l *Lifecycle) *globalDriver {
+	return &globalDriver{l: l, g: newGlobalReconciler(l)}
+}
+
+// pass reports the deliveries that ended, takes a step at the HLC's wall
+// time, starts its deliveries and proposes its decisions.
+func (d *globalDriver) pass(ctx context.Context) error {
+	now, err := d.l.cfg.Stamper.Now()
+	if err != nil {
+		return err
+	}
+	d.g.advance(globalResult{ended: d.takeEnded()})
+	w, err := d.g.step(now.WallMs, false)
+	if err != nil {
+		return err
+	}
+	for region, evs := range w.deliver {
+		d.send(ctx, region, evs)
+	}
+	if len(w.propose) == 0 {
+		return nil
+	}
+	if err := d.l.stamp(w.propose, w.after); err != nil {
+		return err
+	}
+	return d.l.proposeAll(ctx, w.propose)
+}
+
+// takeEnded returns the regions whose delivery ended since the last call.
+func (d *globalDriver) takeEnded() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.ended
+	d.ended = nil
+	return out
+}
+
+// send delivers evs to region in the background, in chunks, and files
+// the region as ended when it is done (delivered or failed).
+func (d *globalDriver) send(ctx context.Context, region string, evs []fsm.Event) {
+	d.wg.Go(func() {
+		defer func() {
+			d.mu.Lock()
+			d.ended = append(d.ended, region)
+			d.mu.Unlock()
+		}()
+		chunks, err := chunkEvents(evs)
+		for _, c := range chunks {
+			if err != nil {
+				break
+			}
+			var batch []byte
+			if batch, err = fsm.EncodeBatch(c); err == nil {
+				dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+				_, err = d.l.cfg.Deliverer.Deliver(dctx, region, batch)
+				cancel()
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			d.l.log.Warn("delivery to region failed", "region", region, "events", len(evs), "err", err)
+		}
+	})
+}
+
+// wait returns when every delivery a pass started has ended.
+func (d *globalDriver) wait() { d.wg.Wait() }
+
+// regionDriver drives a regional leader's reconciler for one term: it
+// publishes the lease view each step read, drops the workers it expires
+// from the liveness, and proposes its events.
+type regionDriver struct {
+	l  *Lifecycle
+	rr *regionReconciler
+}
+
+func newRegionDriver(l *Lifecycle) *regionDriver {
+	return &regionDriver{l: l, rr: newRegionReconciler(l)}
+}
+
+// pass takes a step at the wall time and carries out its work.
+func (d *regionDriver) pass(ctx context.Context) error {
+	w, err := d.rr.step(d.l.cfg.Now(), false)
+	if err != nil {
+		return err
+	}
+	d.l.views.publish(w.view)
+	for _, worker := range w.forget {
+		d.l.live.Forget(worker)
+	}
+	if len(w.propose) == 0 {
+		return nil
+	}
+	if err := d.l.stamp(w.propose, w.after); err != nil {
+		return err
+	}
+	return d.l.proposeAll(ctx, w.propose)
+}
