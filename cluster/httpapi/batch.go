@@ -44,17 +44,9 @@ func batchTier(events []fsm.Event) (Role, string, error) {
 	return role, region, nil
 }
 
-func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok {
-		return
-	}
+func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *call) {
+	p, body := c.p, c.body
 	level, err := parseWriteLevel(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	body, err := readBody(r)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -14,11 +14,8 @@ import (
 // link verifies, 409 with the first broken link otherwise. Served by
 // gates (the global ledger's chain); a manager forwards it to its
 // region's gate like every job read.
-func (sv *Server) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok || sv.forwardJobCall(w, r) {
-		return
-	}
+func (sv *Server) handleVerifyChain(w http.ResponseWriter, r *http.Request, c *call) {
+	p := c.p
 	tenant := r.URL.Query().Get("tenant")
 	if tenant == "" {
 		writeError(w, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "tenant is required",
@@ -27,9 +24,6 @@ func (sv *Server) handleVerifyChain(w http.ResponseWriter, r *http.Request) {
 	}
 	if !p.Allows(auth.ScopeJobsRead, tenant) {
 		writeError(w, forbidden(p, auth.ScopeJobsRead, tenant))
-		return
-	}
-	if !sv.readPrelude(w, r) {
 		return
 	}
 	head, err := sv.cfg.Ledger.VerifyChain(tenant)

@@ -27,13 +27,13 @@ const (
 	leaderPollInterval = 10 * time.Millisecond
 )
 
-func (sv *Server) handleLivez(w http.ResponseWriter, _ *http.Request) {
+func (sv *Server) handleLivez(w http.ResponseWriter, _ *http.Request, _ *call) {
 	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
 // handleReadyz: ready when the group has a leader and this node has
 // applied what it knows to be committed.
-func (sv *Server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
+func (sv *Server) handleReadyz(w http.ResponseWriter, _ *http.Request, _ *call) {
 	if reason := sv.notReady(); reason != "" {
 		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Reason: reason})
 		return
@@ -54,10 +54,7 @@ func (sv *Server) notReady() string {
 	return ""
 }
 
-func (sv *Server) handleMembers(w http.ResponseWriter, r *http.Request) {
-	if _, ok := sv.principal(w, r); !ok {
-		return
-	}
+func (sv *Server) handleMembers(w http.ResponseWriter, r *http.Request, c *call) {
 	out := api.MemberList{Node: sv.cfg.NodeID, Members: []api.Member{}}
 	for _, m := range sv.cfg.Members.Members() {
 		am := api.Member{NodeID: m.Meta.NodeID, Role: m.Meta.Role.String(), Region: m.Meta.Region, APIAddr: m.Meta.APIAddr,
@@ -71,10 +68,7 @@ func (sv *Server) handleMembers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (sv *Server) handleRaft(w http.ResponseWriter, r *http.Request) {
-	if _, ok := sv.principal(w, r); !ok {
-		return
-	}
+func (sv *Server) handleRaft(w http.ResponseWriter, r *http.Request, c *call) {
 	g, err := sv.raftStatus()
 	if err != nil {
 		writeError(w, err)
@@ -120,7 +114,7 @@ func (sv *Server) leaderOnly(w http.ResponseWriter, r *http.Request, body []byte
 }
 
 // handleJoin, handleRemovePeer and handleTransfer are operator-only (routes).
-func (sv *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
+func (sv *Server) handleJoin(w http.ResponseWriter, r *http.Request, c *call) {
 	body, err := readBody(r)
 	if err != nil {
 		writeError(w, err)
@@ -145,7 +139,7 @@ func (sv *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 	sv.answerChange(w)(sv.cfg.Consensus.AddServer(req.NodeID, req.RaftAddr, !req.NonVoter, membershipChangeTimeout))
 }
 
-func (sv *Server) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
+func (sv *Server) handleRemovePeer(w http.ResponseWriter, r *http.Request, c *call) {
 	id := r.PathValue("id")
 	found, err := sv.cfg.Consensus.HasServer(id)
 	if err != nil {
@@ -163,7 +157,7 @@ func (sv *Server) handleRemovePeer(w http.ResponseWriter, r *http.Request) {
 	sv.answerChange(w)(sv.cfg.Consensus.RemoveServer(id, membershipChangeTimeout))
 }
 
-func (sv *Server) handleTransfer(w http.ResponseWriter, r *http.Request) {
+func (sv *Server) handleTransfer(w http.ResponseWriter, r *http.Request, c *call) {
 	body, err := readBody(r)
 	if err != nil {
 		writeError(w, err)

@@ -2,17 +2,13 @@ package httpapi
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"net/http"
-	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
-	"github.com/strata-ledger/strata/transport/api"
 )
 
 // Idempotency keys (DESIGN §9): a submit with a key creates the job with
@@ -111,47 +107,6 @@ func (c *idempotencyCache) settle(id fsm.EventID, level commit.Durability) {
 	}
 	e.level = level
 	c.byID[id] = e
-}
-
-// replayFromLedger answers a submit whose key already created a job in
-// the ledger; false (nothing written) when the ledger does not have it.
-func (sv *Server) replayFromLedger(w http.ResponseWriter, id fsm.EventID, spec *fsm.JobSpec) bool {
-	se, err := sv.cfg.Ledger.Event(id)
-	switch {
-	case errors.Is(err, fsm.ErrNotFound):
-		return false
-	case err != nil:
-		writeError(w, err)
-		return true
-	}
-	created, ok := se.Body.(*fsm.JobCreated)
-	if !ok {
-		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "idempotency key collides with another event"})
-		return true
-	}
-	sv.answerReplay(w, idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: sv.cfg.Tier}, spec)
-	return true
-}
-
-// answerReplay writes 200 with the job of a repeated key and the level its
-// first submit reached; 409 when the repeat's body differs, or while the
-// first submit is still in flight (it may yet fail before the NodeWAL).
-func (sv *Server) answerReplay(w http.ResponseWriter, prev idemEntry, got *fsm.JobSpec) {
-	jobID := prev.jobID
-	switch {
-	case !reflect.DeepEqual(normalSpec(prev.spec), normalSpec(got)):
-		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: fmt.Sprintf("idempotency key %q was used for job %s with a different body", got.IdempotencyKey, jobID),
-			Details: map[string]any{"job_id": jobID}})
-	case prev.level == 0:
-		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: fmt.Sprintf("a submit with idempotency key %q is in flight; retry", got.IdempotencyKey),
-			Details: map[string]any{"job_id": jobID}})
-	default:
-		w.Header().Set("Location", "/v1/jobs/"+jobID)
-		writeJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: jobID, Existing: true,
-			WriteResponse: api.WriteResponse{Durability: prev.level.String(), HLC: prev.hlc}})
-	}
 }
 
 // normalSpec makes nil and empty slices compare equal.

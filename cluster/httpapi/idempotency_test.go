@@ -1,9 +1,9 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/commit"
@@ -63,8 +63,7 @@ func TestIdempotencyCache_ForgottenClaimDoesNotEvictTheNextOne(t *testing.T) {
 	}
 }
 
-func TestAnswerReplay(t *testing.T) {
-	sv := &Server{cfg: Config{Tier: commit.DurabilityGlobal}}
+func TestReplayed(t *testing.T) {
 	spec := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"use1"}}
 	other := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"euw1"}}
 	tests := []struct {
@@ -78,10 +77,14 @@ func TestAnswerReplay(t *testing.T) {
 		{"other body", idemEntry{jobID: "j", spec: spec, level: commit.DurabilityGlobal}, other, http.StatusConflict},
 	}
 	for _, tt := range tests {
-		w := httptest.NewRecorder()
-		sv.answerReplay(w, tt.prev, tt.got)
-		if w.Code != tt.status {
-			t.Errorf("%s: %d, want %d: %s", tt.name, w.Code, tt.status, w.Body)
+		out, err := replayed(tt.prev, tt.got)
+		status := http.StatusOK
+		var ae *APIError
+		if errors.As(err, &ae) {
+			status = ae.Status
+		}
+		if status != tt.status || (err == nil) != (out.Existing && out.JobID == "j" && out.Level == tt.prev.level) {
+			t.Errorf("%s: %+v, %v; want status %d", tt.name, out, err, tt.status)
 		}
 	}
 }

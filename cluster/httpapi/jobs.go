@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -32,21 +31,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// forwardJobCall sends a job call that reached a manager to a gate; it
-// returns true when it did (or failed trying).
-func (sv *Server) forwardJobCall(w http.ResponseWriter, r *http.Request) bool {
-	if sv.cfg.Role == RoleGate {
-		return false
-	}
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, err)
-		return true
-	}
-	sv.forwardToRole(w, r, body, RoleGate)
-	return true
-}
-
 // writeLevel parses durability= for a write of this node's tier (empty:
 // the tier).
 func (sv *Server) writeLevel(r *http.Request) (commit.Durability, error) {
@@ -60,11 +44,8 @@ func (sv *Server) writeLevel(r *http.Request) (commit.Durability, error) {
 	return d, err
 }
 
-func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok || sv.forwardJobCall(w, r) {
-		return
-	}
+func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *call) {
+	p := c.p
 	level, err := sv.writeLevel(r)
 	if err != nil {
 		writeError(w, err)
@@ -75,67 +56,19 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !p.Allows(auth.ScopeJobsWrite, spec.Tenant) {
-		writeError(w, forbidden(p, auth.ScopeJobsWrite, spec.Tenant))
-		return
-	}
-	if err := sv.checkRegions(spec.Regions); err != nil {
-		writeError(w, err)
-		return
-	}
-	var eventID fsm.EventID
-	if spec.IdempotencyKey != "" {
-		eventID = idempotentEventID(spec.Tenant, spec.IdempotencyKey)
-		if sv.replayFromLedger(w, eventID, &spec) {
-			return
-		}
-	} else {
-		eventID = commit.NewEventID()
-	}
-	jobID, ts, err := sv.cfg.JobIDs.Next()
+	out, err := sv.jobs.Submit(r.Context(), p, spec, level)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	e := fsm.Event{ID: eventID, Type: fsm.TypeJobCreated, JobID: jobID, Tenant: spec.Tenant, Region: sv.cfg.Region,
-		Node: sv.cfg.NodeID, HLC: ts, Fence: 1, Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}}
-	if err := e.Validate(); err != nil {
-		writeError(w, eventError(err))
+	w.Header().Set("Location", "/v1/jobs/"+out.JobID)
+	if out.Existing {
+		writeJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: out.JobID, Existing: true,
+			WriteResponse: api.WriteResponse{Durability: out.Level.String(), HLC: out.HLC}})
 		return
 	}
-	if spec.IdempotencyKey != "" {
-		if prev, fresh := sv.idem.claim(eventID, idemEntry{jobID: jobID, spec: &spec, hlc: ts}); !fresh {
-			sv.answerReplay(w, prev, &spec)
-			return
-		}
-	}
-	res, err := sv.cfg.Writer.Submit(r.Context(), []fsm.Event{e}, level)
-	if spec.IdempotencyKey != "" {
-		sv.idem.settle(eventID, res.Level)
-	}
-	if err != nil {
-		writeError(w, submitError(err, res))
-		return
-	}
-	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict) {
-		// The key's job was created earlier (through another gate, or
-		// before this gate applied it): answer from the ledger once this
-		// node has applied the entry that found the conflict.
-		if err := sv.cfg.Applied.Wait(r.Context(), res.Index); err != nil {
-			writeError(w, submitError(err, res))
-			return
-		}
-		if sv.replayFromLedger(w, eventID, &spec) {
-			return
-		}
-	}
-	if err := resultError(res); err != nil {
-		writeError(w, err)
-		return
-	}
-	out := api.SubmitJobResponse{JobID: jobID, WriteResponse: sv.writeResponse(w, res, ts)}
-	w.Header().Set("Location", "/v1/jobs/"+jobID)
-	writeJSON(w, http.StatusCreated, out)
+	res := commit.SubmitResult{Level: out.Level, Index: out.Index}
+	writeJSON(w, http.StatusCreated, api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)})
 }
 
 // writeResponse is the common part of a write's answer; it sets the
@@ -148,31 +81,13 @@ func (sv *Server) writeResponse(w http.ResponseWriter, res commit.SubmitResult, 
 	return out
 }
 
-// checkRegions refuses a region no gate of the cluster serves.
-func (sv *Server) checkRegions(regions []string) error {
-	known := map[string]bool{sv.cfg.Region: true}
-	for _, m := range sv.cfg.Members.Members() {
-		known[m.Meta.Region] = true
-	}
-	for _, r := range regions {
-		if !known[r] {
-			return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
-				Message: fmt.Sprintf("region %q is not a region of this cluster", r), Details: map[string]any{"field": "regions"}}
-		}
-	}
-	return nil
-}
-
-func (sv *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok || sv.forwardJobCall(w, r) {
-		return
-	}
+func (sv *Server) handleGetJob(w http.ResponseWriter, r *http.Request, c *call) {
+	p := c.p
 	id, ok := jobIDParam(w, r)
 	if !ok {
 		return
 	}
-	s, ok := sv.readJob(w, r, p, id)
+	s, ok := sv.readJob(w, p, id)
 	if !ok {
 		return
 	}
@@ -182,11 +97,8 @@ func (sv *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
 
 // readJob is a read call's prelude (consistency) and its job: the job p
 // may read, or false with the error written.
-func (sv *Server) readJob(w http.ResponseWriter, r *http.Request, p auth.Principal, id string) (*fsm.JobState, bool) {
-	if !sv.readPrelude(w, r) {
-		return nil, false
-	}
-	s, err := sv.jobFor(p, id)
+func (sv *Server) readJob(w http.ResponseWriter, p auth.Principal, id string) (*fsm.JobState, bool) {
+	s, err := sv.jobs.job(p, id)
 	if err != nil {
 		writeError(w, err)
 		return nil, false
@@ -194,24 +106,8 @@ func (sv *Server) readJob(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return s, true
 }
 
-// jobFor reads a job the principal may read; another tenant's job is "not
-// found", so a token never learns that it exists.
-func (sv *Server) jobFor(p auth.Principal, id string) (*fsm.JobState, error) {
-	s, err := sv.cfg.Ledger.JobByID(id)
-	if err == nil && !p.Allows(auth.ScopeJobsRead, s.Tenant) {
-		err = fsm.ErrNotFound
-	}
-	if errors.Is(err, fsm.ErrNotFound) {
-		return nil, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("job %s not found", id)}
-	}
-	return s, err
-}
-
-func (sv *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok || sv.forwardJobCall(w, r) {
-		return
-	}
+func (sv *Server) handleListJobs(w http.ResponseWriter, r *http.Request, c *call) {
+	p := c.p
 	q := r.URL.Query()
 	jq := fsm.JobQuery{Tenant: q.Get("tenant"), Region: q.Get("region"), Cursor: q.Get("cursor")}
 	if jq.Tenant == "" && p.Tenant != auth.AllTenants {
@@ -236,9 +132,6 @@ func (sv *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !sv.readPrelude(w, r) {
-		return
-	}
 	page, err := sv.cfg.Ledger.ListJobs(jq)
 	if err != nil {
 		writeError(w, readError(err))
@@ -248,11 +141,8 @@ func (sv *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.JobList{Jobs: orEmpty(page.Jobs), NextCursor: page.Next})
 }
 
-func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok || sv.forwardJobCall(w, r) {
-		return
-	}
+func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request, c *call) {
+	p := c.p
 	id, ok := jobIDParam(w, r)
 	if !ok {
 		return
@@ -266,7 +156,7 @@ func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s, ok := sv.readJob(w, r, p, id)
+	s, ok := sv.readJob(w, p, id)
 	if !ok {
 		return
 	}
@@ -284,11 +174,8 @@ func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok || sv.forwardJobCall(w, r) {
-		return
-	}
+func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, c *call) {
+	p := c.p
 	id, ok := jobIDParam(w, r)
 	if !ok {
 		return
@@ -298,11 +185,7 @@ func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	body := c.body
 	var req api.CancelJobRequest
 	if err := decodeStrictBytes(body, &req); err != nil {
 		writeError(w, err)
@@ -314,33 +197,8 @@ func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		sv.forwardToLeader(w, r, body, "cancels are decided by the leader")
 		return
 	}
-	if err := sv.cfg.Consensus.ConfirmLeadership(r.Context()); err != nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "cancel: " + err.Error()})
-		return
-	}
-	s, err := sv.jobFor(p, id)
+	res, ts, err := sv.jobs.Cancel(r.Context(), p, id, req, level)
 	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !p.Allows(auth.ScopeJobsWrite, s.Tenant) {
-		writeError(w, forbidden(p, auth.ScopeJobsWrite, s.Tenant))
-		return
-	}
-	if s.Status.Terminal() {
-		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: fmt.Sprintf("job %s is %s: it cannot be cancelled", id, s.Status), Details: map[string]any{"status": s.Status.String()}})
-		return
-	}
-	if req.Requestor == "" {
-		req.Requestor = p.Name
-	}
-	res, ts, ok := sv.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: s.Tenant,
-		Fence: s.Fence + 1, Body: &fsm.JobCancellationRequested{Reason: req.Reason, Requestor: req.Requestor}})
-	if !ok {
-		return
-	}
-	if err := resultError(res); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -13,9 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-ledger/strata/cluster/auth"
-	"github.com/strata-ledger/strata/cluster/commit"
-	"github.com/strata-ledger/strata/fsm"
-	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
 )
@@ -45,46 +42,57 @@ func (rt route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (sv *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, rt route) { mux.Handle(pattern, sv.instrument(pattern, rt)) }
-	handle("/livez", route{"GET": sv.handleLivez})
-	handle("/readyz", route{"GET": sv.handleReadyz})
+	var (
+		open     = rule{access: public}
+		token    = rule{access: anyToken}
+		operator = rule{access: operatorOnly}
+		jobWrite = rule{access: anyToken, home: gates}
+		jobRead  = rule{access: anyToken, home: gates, read: true}
+		regional = rule{access: anyToken, home: managers, read: true}
+		worker   = rule{access: workerToken, home: regionLeader, body: true}
+		leases   = rule{access: workerToken, home: regionLeader, beforeForward: capLeaseWait}
+	)
+	g := sv.guard
+	handle("/livez", route{"GET": g(open, sv.handleLivez)})
+	handle("/readyz", route{"GET": g(open, sv.handleReadyz)})
 	mux.Handle("/metrics", promhttp.HandlerFor(sv.cfg.Registry, promhttp.HandlerOpts{Registry: sv.cfg.Registry}))
 
-	handle("/v1/jobs", route{"POST": sv.handleSubmitJob, "GET": sv.handleListJobs})
-	handle("/v1/jobs/{id}", route{"GET": sv.handleGetJob})
-	handle("/v1/jobs/{id}/cancel", route{"POST": sv.handleCancelJob})
-	handle("/v1/jobs/{id}/events", route{"GET": sv.handleJobEvents})
-	handle("/v1/jobs/{id}/watch", route{"GET": sv.handleWatchJob})
-	handle("/v1/events:batch", route{"POST": sv.handleEventsBatch})
-	handle("/v1/jobs/{id}/workflows", route{"GET": sv.handleJobWorkflows})
-	handle("/v1/chain/verify", route{"GET": sv.handleVerifyChain})
+	handle("/v1/jobs", route{"POST": g(jobWrite, sv.handleSubmitJob), "GET": g(jobRead, sv.handleListJobs)})
+	handle("/v1/jobs/{id}", route{"GET": g(jobRead, sv.handleGetJob)})
+	handle("/v1/jobs/{id}/cancel", route{"POST": g(rule{access: anyToken, home: gates, body: true}, sv.handleCancelJob)})
+	handle("/v1/jobs/{id}/events", route{"GET": g(jobRead, sv.handleJobEvents)})
+	// A watch routes itself: a manager relays the stream from a gate.
+	handle("/v1/jobs/{id}/watch", route{"GET": g(token, sv.handleWatchJob)})
+	// A batch routes itself by the tier of the events it holds.
+	handle("/v1/events:batch", route{"POST": g(rule{access: anyToken, body: true}, sv.handleEventsBatch)})
+	handle("/v1/jobs/{id}/workflows", route{"GET": g(regional, sv.handleJobWorkflows)})
+	handle("/v1/chain/verify", route{"GET": g(jobRead, sv.handleVerifyChain)})
 
-	handle("/v1/workers", route{"POST": sv.handleRegisterWorker})
-	handle("/v1/workers/{id}", route{"DELETE": sv.handleDeregisterWorker})
-	handle("/v1/workers/{id}/heartbeat", route{"POST": sv.handleHeartbeat})
-	handle("/v1/workers/{id}/leases", route{"GET": sv.handleLeases})
-	handle("/v1/workers/{id}/progress", route{"POST": sv.handleProgress})
-	handle("/v1/workers/{id}/complete", route{"POST": sv.handleCompleteWorkflow})
-	handle("/v1/workers/{id}/fail", route{"POST": sv.handleFailWorkflow})
+	handle("/v1/workers", route{"POST": g(worker, sv.handleRegisterWorker)})
+	handle("/v1/workers/{id}", route{"DELETE": g(worker, sv.handleDeregisterWorker)})
+	handle("/v1/workers/{id}/heartbeat", route{"POST": g(worker, sv.handleHeartbeat)})
+	handle("/v1/workers/{id}/leases", route{"GET": g(leases, sv.handleLeases)})
+	handle("/v1/workers/{id}/progress", route{"POST": g(worker, sv.handleProgress)})
+	handle("/v1/workers/{id}/complete", route{"POST": g(worker, sv.handleCompleteWorkflow)})
+	handle("/v1/workers/{id}/fail", route{"POST": g(worker, sv.handleFailWorkflow)})
 
-	handle("/v1/cluster/members", route{"GET": sv.handleMembers})
-	handle("/v1/cluster/raft", route{"GET": sv.handleRaft})
-	handle("/v1/cluster/raft/join", route{"POST": sv.operator(sv.handleJoin)})
-	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": sv.operator(sv.handleRemovePeer)})
-	handle("/v1/cluster/raft/transfer-leadership", route{"POST": sv.operator(sv.handleTransfer)})
+	handle("/v1/cluster/members", route{"GET": g(token, sv.handleMembers)})
+	handle("/v1/cluster/raft", route{"GET": g(token, sv.handleRaft)})
+	// Membership changes are validated here and forwarded to the leader.
+	handle("/v1/cluster/raft/join", route{"POST": g(operator, sv.handleJoin)})
+	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": g(operator, sv.handleRemovePeer)})
+	handle("/v1/cluster/raft/transfer-leadership", route{"POST": g(operator, sv.handleTransfer)})
 	if sv.cfg.EnableFaultInjection {
-		faults := faultnet.Handler(sv.cfg.Faults)
-		handle("/v1/debug/faults", route{
-			"GET": sv.operator(faults.ServeHTTP),
-			"PUT": sv.operator(faults.ServeHTTP),
-		})
+		faults := plain(faultnet.Handler(sv.cfg.Faults).ServeHTTP)
+		handle("/v1/debug/faults", route{"GET": g(operator, faults), "PUT": g(operator, faults)})
 	}
 	for path, h := range sv.cfg.Peers.Routes() {
 		handle(path, route{"POST": h})
 	}
 	// pprof, operator only (DESIGN §12: profiles on the admin listener).
-	mux.Handle("/debug/pprof/", sv.operator(pprof.Index))
-	mux.Handle("/debug/pprof/profile", sv.operator(pprof.Profile))
-	mux.Handle("/debug/pprof/trace", sv.operator(pprof.Trace))
+	mux.Handle("/debug/pprof/", g(operator, plain(pprof.Index)))
+	mux.Handle("/debug/pprof/profile", g(operator, plain(pprof.Profile)))
+	mux.Handle("/debug/pprof/trace", g(operator, plain(pprof.Trace)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
@@ -159,26 +167,6 @@ func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 	})
 }
 
-// submitOwn submits one event this node originates (e carries its type,
-// body and job fields): it stamps it (Stamper.Own), validates it and submits
-// it at level. On failure it writes the error and returns false.
-func (sv *Server) submitOwn(w http.ResponseWriter, r *http.Request, level commit.Durability, e fsm.Event) (commit.SubmitResult, hlc.Timestamp, bool) {
-	if err := sv.cfg.Stamper.Own(&e); err != nil {
-		writeError(w, err)
-		return commit.SubmitResult{}, e.HLC, false
-	}
-	if err := e.Validate(); err != nil {
-		writeError(w, eventError(err))
-		return commit.SubmitResult{}, e.HLC, false
-	}
-	res, err := sv.cfg.Writer.Submit(r.Context(), []fsm.Event{e}, level)
-	if err != nil {
-		writeError(w, submitError(err, res))
-		return res, e.HLC, false
-	}
-	return res, e.HLC, true
-}
-
 // principal authenticates r; on failure it writes the 401 and returns false.
 func (sv *Server) principal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
 	p, err := sv.cfg.Auth.Authenticate(r)
@@ -199,19 +187,9 @@ func forbidden(p auth.Principal, scope auth.Scope, tenant string) *APIError {
 	return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: msg}
 }
 
-// operator wraps an operator-only handler.
-func (sv *Server) operator(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := sv.principal(w, r)
-		if !ok {
-			return
-		}
-		if !p.Allows(auth.ScopeOperator, auth.AllTenants) {
-			writeError(w, forbidden(p, auth.ScopeOperator, ""))
-			return
-		}
-		h(w, r)
-	}
+// plain adapts an http.HandlerFunc that needs nothing of the wrapper.
+func plain(h http.HandlerFunc) handler {
+	return func(w http.ResponseWriter, r *http.Request, _ *call) { h(w, r) }
 }
 
 // setReadHeaders adds Strata-Index, Strata-Last-Contact and Strata-Leader.

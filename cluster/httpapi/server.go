@@ -153,7 +153,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	idem    *idempotencyCache
+	jobs    *Jobs
 	watches watchSet
 	metrics *httpMetrics
 	srv     *http.Server
@@ -175,8 +175,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Closing == nil {
 		cfg.Closing = func() bool { return false }
 	}
-	sv := &Server{cfg: cfg, log: cfg.Logger, idem: newIdempotencyCache(idempotencyCacheEntries),
+	sv := &Server{cfg: cfg, log: cfg.Logger,
 		metrics: newHTTPMetrics(cfg.Registry)}
+	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries)}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
 	sv.srv = &http.Server{Handler: sv.routes(), ReadHeaderTimeout: readHeaderTimeout}
 	sv.srv.RegisterOnShutdown(sv.cancel)

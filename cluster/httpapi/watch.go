@@ -74,11 +74,8 @@ func (sv *Server) watchContext(r *http.Request) (context.Context, context.Cancel
 	return ctx, func() { stop(); cancel() }
 }
 
-func (sv *Server) handleWatchJob(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok {
-		return
-	}
+func (sv *Server) handleWatchJob(w http.ResponseWriter, r *http.Request, c *call) {
+	p := c.p
 	id, ok := jobIDParam(w, r)
 	if !ok {
 		return
@@ -99,7 +96,7 @@ func (sv *Server) handleWatchJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	index, moved := sv.cfg.Applied.Current()
-	s, err := sv.jobFor(p, id)
+	s, err := sv.jobs.job(p, id)
 	if err != nil {
 		writeError(w, err)
 		return

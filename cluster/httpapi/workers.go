@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -42,65 +41,16 @@ const (
 	WorkerLeftReason = "deregistered"
 )
 
-// workerAuth authenticates a worker call: a jobs:write token for all
-// tenants (workers run every tenant's workflows).
-func (sv *Server) workerAuth(w http.ResponseWriter, r *http.Request) bool {
-	p, ok := sv.principal(w, r)
-	if !ok {
-		return false
+// capLeaseWait bounds the wait of a lease long-poll this node forwards,
+// so the answer comes back within the node-to-node client's timeout (a
+// shorter poll is harmless: the worker polls again). A wait that does not
+// parse is left for the serving node to refuse.
+func capLeaseWait(r *http.Request) {
+	q := r.URL.Query()
+	if wait, err := time.ParseDuration(q.Get("wait")); err == nil && wait > MaxForwardedLeaseWait {
+		q.Set("wait", MaxForwardedLeaseWait.String())
+		r.URL.RawQuery = q.Encode()
 	}
-	if !p.Allows(auth.ScopeJobsWrite, auth.AllTenants) {
-		ae := forbidden(p, auth.ScopeJobsWrite, "")
-		if p.Tenant != auth.AllTenants {
-			ae.Message = fmt.Sprintf("token %s is bound to tenant %q: worker calls need a %s token for all tenants", p.Name, p.Tenant, auth.ScopeJobsWrite)
-		}
-		writeError(w, ae)
-		return false
-	}
-	return true
-}
-
-// forwardWorkerCall sends a worker call to the node that serves it: a gate
-// to a manager of its region, a follower manager to its leader. It returns
-// true when it did (or failed trying).
-func (sv *Server) forwardWorkerCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	switch {
-	case sv.cfg.Role == RoleGate:
-		sv.forwardToRole(w, r, body, RoleManager)
-	case !sv.cfg.Consensus.IsLeader():
-		sv.forwardToLeader(w, r, body, "worker calls are served by the regional leader")
-	default:
-		return false
-	}
-	return true
-}
-
-// workerPrelude is the common start of a worker call with a body:
-// authenticate, read the body, forward unless this node serves it.
-func (sv *Server) workerPrelude(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if !sv.workerAuth(w, r) {
-		return nil, false
-	}
-	body, err := readBody(r)
-	if err != nil {
-		writeError(w, err)
-		return nil, false
-	}
-	if sv.forwardWorkerCall(w, r, body) {
-		return nil, false
-	}
-	return body, true
-}
-
-// workerIDPrelude is workerPrelude for a call on /v1/workers/{id}/…: it
-// also reads the worker id.
-func (sv *Server) workerIDPrelude(w http.ResponseWriter, r *http.Request) ([]byte, string, bool) {
-	body, ok := sv.workerPrelude(w, r)
-	if !ok {
-		return nil, "", false
-	}
-	id, ok := workerIDParam(w, r)
-	return body, id, ok
 }
 
 // workerIDParam reads the {id} of a worker path; a malformed id is a 400.
@@ -137,8 +87,9 @@ func (sv *Server) activeWorker(id string) (*fsm.WorkerState, error) {
 
 // handleHeartbeat is POST /v1/workers/{id}/heartbeat: it renews the
 // worker's liveness and tells it what to stop and how hard it may push.
-func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
-	body, id, ok := sv.workerIDPrelude(w, r)
+func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c *call) {
+	body := c.body
+	id, ok := workerIDParam(w, r)
 	if !ok {
 		return
 	}
@@ -210,10 +161,7 @@ func checkWorkflowRef(prefix, workflow string, fence uint64) error {
 // handleLeases is GET /v1/workers/{id}/leases?index=&wait=: it answers the
 // worker's leases once the reconciler's view is newer than index, or with
 // the current view after wait.
-func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request) {
-	if !sv.workerAuth(w, r) {
-		return
-	}
+func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request, c *call) {
 	id, ok := workerIDParam(w, r)
 	if !ok {
 		return
@@ -221,15 +169,6 @@ func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request) {
 	index, wait, err := parseLeasePoll(r)
 	if err != nil {
 		writeError(w, err)
-		return
-	}
-	if sv.cfg.Role == RoleGate || !sv.cfg.Consensus.IsLeader() {
-		if wait > MaxForwardedLeaseWait {
-			q := r.URL.Query()
-			q.Set("wait", MaxForwardedLeaseWait.String())
-			r.URL.RawQuery = q.Encode()
-		}
-		sv.forwardWorkerCall(w, r, nil)
 		return
 	}
 	if _, err := sv.activeWorker(id); err != nil {

@@ -20,11 +20,8 @@ func (sv *Server) registerResponse(id string, capacity uint32, wr api.WriteRespo
 }
 
 // handleRegisterWorker is POST /v1/workers.
-func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
-	body, ok := sv.workerPrelude(w, r)
-	if !ok {
-		return
-	}
+func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request, c *call) {
+	body := c.body
 	level, err := sv.writeLevel(r)
 	if err != nil {
 		writeError(w, err)
@@ -49,9 +46,10 @@ func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request) {
 		sv.answerActiveWorker(w, cur, &req)
 		return
 	}
-	res, ts, ok := sv.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerJoined,
+	res, ts, err := commitOwn(r.Context(), &sv.cfg, level, fsm.Event{Type: fsm.TypeWorkerJoined,
 		Body: &fsm.WorkerJoined{Worker: req.WorkerID, Capacity: req.Capacity}})
-	if !ok {
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrWorkerExists) && !generated {
@@ -134,8 +132,8 @@ func (sv *Server) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState
 // handleDeregisterWorker is DELETE /v1/workers/{id}: the worker leaves; the
 // reconciler reschedules what it held. Deregistering a worker that already
 // left is a no-op; one never registered is a 404.
-func (sv *Server) handleDeregisterWorker(w http.ResponseWriter, r *http.Request) {
-	_, id, ok := sv.workerIDPrelude(w, r)
+func (sv *Server) handleDeregisterWorker(w http.ResponseWriter, r *http.Request, c *call) {
+	id, ok := workerIDParam(w, r)
 	if !ok {
 		return
 	}
@@ -156,9 +154,10 @@ func (sv *Server) handleDeregisterWorker(w http.ResponseWriter, r *http.Request)
 		writeJSON(w, http.StatusOK, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC})
 		return
 	}
-	res, ts, ok := sv.submitOwn(w, r, level, fsm.Event{Type: fsm.TypeWorkerLeft,
+	res, ts, err := commitOwn(r.Context(), &sv.cfg, level, fsm.Event{Type: fsm.TypeWorkerLeft,
 		Body: &fsm.WorkerLeft{Worker: id, Reason: WorkerLeftReason}})
-	if !ok {
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	// A concurrent leave won the race: the worker is gone all the same.

@@ -50,8 +50,9 @@ func (rp *report) kind() fsm.EventType {
 // handleProgress is POST /v1/workers/{id}/progress. Progress is
 // acknowledged at LOCAL by default (DESIGN §4: the manager's NodeWAL);
 // ?durability=regional waits for the ledger and returns its outcomes.
-func (sv *Server) handleProgress(w http.ResponseWriter, r *http.Request) {
-	body, id, ok := sv.workerIDPrelude(w, r)
+func (sv *Server) handleProgress(w http.ResponseWriter, r *http.Request, c *call) {
+	body := c.body
+	id, ok := workerIDParam(w, r)
 	if !ok {
 		return
 	}
@@ -104,19 +105,20 @@ func progressReports(updates []api.ProgressUpdate) ([]report, error) {
 }
 
 // handleCompleteWorkflow is POST /v1/workers/{id}/complete.
-func (sv *Server) handleCompleteWorkflow(w http.ResponseWriter, r *http.Request) {
-	sv.handleWorkflowEnd(w, r, fsm.TypeWorkflowCompleted)
+func (sv *Server) handleCompleteWorkflow(w http.ResponseWriter, r *http.Request, c *call) {
+	sv.handleWorkflowEnd(w, r, c, fsm.TypeWorkflowCompleted)
 }
 
 // handleFailWorkflow is POST /v1/workers/{id}/fail.
-func (sv *Server) handleFailWorkflow(w http.ResponseWriter, r *http.Request) {
-	sv.handleWorkflowEnd(w, r, fsm.TypeWorkflowFailed)
+func (sv *Server) handleFailWorkflow(w http.ResponseWriter, r *http.Request, c *call) {
+	sv.handleWorkflowEnd(w, r, c, fsm.TypeWorkflowFailed)
 }
 
 // handleWorkflowEnd ends a leased workflow as t (completed or failed),
 // after recording the request's counters when it carries any.
-func (sv *Server) handleWorkflowEnd(w http.ResponseWriter, r *http.Request, t fsm.EventType) {
-	body, id, ok := sv.workerIDPrelude(w, r)
+func (sv *Server) handleWorkflowEnd(w http.ResponseWriter, r *http.Request, c *call, t fsm.EventType) {
+	body := c.body
+	id, ok := workerIDParam(w, r)
 	if !ok {
 		return
 	}

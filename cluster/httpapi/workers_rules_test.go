@@ -127,3 +127,11 @@ func TestWorkerCheckWorkerID(t *testing.T) {
 		t.Errorf("newWorkerID() = %q", id)
 	}
 }
+
+// A forwarded lease poll keeps the default wait: capLeaseWait only
+// shortens explicit waits, so the default must fit the forward bound.
+func TestLeaseWait_DefaultFitsAForward(t *testing.T) {
+	if api.DefaultLeaseWait > MaxForwardedLeaseWait {
+		t.Fatalf("api.DefaultLeaseWait %s exceeds MaxForwardedLeaseWait %s", api.DefaultLeaseWait, MaxForwardedLeaseWait)
+	}
+}

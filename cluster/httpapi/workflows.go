@@ -12,20 +12,12 @@ import (
 // Workflows live in the regional ledgers, so a manager answers from its
 // own; a gate forwards the call to a manager of its region. Like a job
 // read, another tenant's job is "not found".
-func (sv *Server) handleJobWorkflows(w http.ResponseWriter, r *http.Request) {
-	p, ok := sv.principal(w, r)
-	if !ok {
-		return
-	}
+func (sv *Server) handleJobWorkflows(w http.ResponseWriter, r *http.Request, c *call) {
 	id, ok := jobIDParam(w, r)
 	if !ok {
 		return
 	}
-	if sv.cfg.Role == RoleGate {
-		sv.forwardToRole(w, r, nil, RoleManager)
-		return
-	}
-	if _, ok := sv.readJob(w, r, p, id); !ok {
+	if _, ok := sv.readJob(w, c.p, id); !ok {
 		return
 	}
 	out := api.WorkflowList{Region: sv.cfg.Region, Workflows: []fsm.WorkflowState{}}

@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/strata-ledger/strata/cluster/auth"
+)
+
+// The route wrapper: authentication, scope, and routing to the node that
+// serves a call happen here, once per route, before the handler runs.
+
+// access is who may call a route.
+type access uint8
+
+const (
+	// public routes take no token (/livez, /readyz).
+	public access = iota
+	// anyToken routes take any valid token; the handler checks the scope
+	// on the tenant the call names.
+	anyToken
+	// operatorOnly routes need the operator scope for all tenants.
+	operatorOnly
+	// workerToken routes need jobs:write for all tenants (workers).
+	workerToken
+)
+
+// home is the node that serves a route; another node forwards the call.
+type home uint8
+
+const (
+	// anyNode serves it (the handler may still forward, by consistency or
+	// by what the body holds).
+	anyNode home = iota
+	// gates serve job calls: a manager forwards to a gate of its region.
+	gates
+	// managers serve calls on the regional ledger: a gate forwards to a
+	// manager of its region.
+	managers
+	// regionLeader serves worker calls: a gate forwards to a manager of
+	// its region, a follower manager to its leader (which keeps the
+	// workers' liveness and the lease view).
+	regionLeader
+)
+
+// rule is a route's access, home and prelude.
+type rule struct {
+	access access
+	home   home
+	// body: the wrapper reads the request body (bounded) and hands it to
+	// the handler, or forwards it.
+	body bool
+	// read: the wrapper parses consistency= and makes the node fit to
+	// answer at that consistency (cluster/DESIGN.md "Reads") once the
+	// call is home.
+	read bool
+	// beforeForward adjusts a call this node forwards (a lease poll's wait).
+	beforeForward func(*http.Request)
+}
+
+// call is what the wrapper learned of a request.
+type call struct {
+	p    auth.Principal
+	body []byte
+}
+
+// handler is a route's handler behind the wrapper.
+type handler func(w http.ResponseWriter, r *http.Request, c *call)
+
+// guard wraps h with rule: authenticate, check scope, read the body, forward
+// the call to its home, prepare the read; then h.
+func (sv *Server) guard(ru rule, h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := &call{}
+		if ru.access != public {
+			p, ok := sv.principal(w, r)
+			if !ok {
+				return
+			}
+			if err := ru.access.check(p); err != nil {
+				writeError(w, err)
+				return
+			}
+			c.p = p
+		}
+		if ru.body {
+			body, err := readBody(r)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			c.body = body
+		}
+		if sv.forward(ru, w, r, c.body) {
+			return
+		}
+		if ru.read && !sv.readPrelude(w, r) {
+			return
+		}
+		h(w, r, c)
+	}
+}
+
+// check is nil when p may call a route of access a.
+func (a access) check(p auth.Principal) error {
+	switch a {
+	case operatorOnly:
+		if !p.Allows(auth.ScopeOperator, auth.AllTenants) {
+			return forbidden(p, auth.ScopeOperator, "")
+		}
+	case workerToken:
+		if !p.Allows(auth.ScopeJobsWrite, auth.AllTenants) {
+			ae := forbidden(p, auth.ScopeJobsWrite, "")
+			if p.Tenant != auth.AllTenants {
+				ae.Message = fmt.Sprintf("token %s is bound to tenant %q: worker calls need a %s token for all tenants", p.Name, p.Tenant, auth.ScopeJobsWrite)
+			}
+			return ae
+		}
+	}
+	return nil
+}
+
+// forward sends a call that is not home here to its home; true when it
+// did (or failed trying: the error is written). A call that was not read
+// (no rule.body) is forwarded with its body read here.
+func (sv *Server) forward(ru rule, w http.ResponseWriter, r *http.Request, body []byte) bool {
+	to, ok := destination(ru.home, sv.cfg.Role, sv.cfg.Consensus.IsLeader())
+	if !ok {
+		return false
+	}
+	if body == nil && !ru.body {
+		var err error
+		if body, err = readBody(r); err != nil {
+			writeError(w, err)
+			return true
+		}
+	}
+	if ru.beforeForward != nil {
+		ru.beforeForward(r)
+	}
+	if to == toLeader {
+		sv.forwardToLeader(w, r, body, "worker calls are served by the regional leader")
+	} else {
+		sv.forwardToRole(w, r, body, to)
+	}
+	return true
+}
+
+// toLeader is destination's answer for "this group's leader".
+const toLeader Role = "leader"
+
+// destination is where a call of home goes from a node of role (leading
+// its group or not): a role of this region, toLeader, or nowhere (ok
+// false: it is served here).
+func destination(h home, role Role, leading bool) (to Role, ok bool) {
+	switch {
+	case h == gates && role != RoleGate:
+		return RoleGate, true
+	case (h == managers || h == regionLeader) && role == RoleGate:
+		return RoleManager, true
+	case h == regionLeader && !leading:
+		return toLeader, true
+	}
+	return "", false
+}

@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/strata-ledger/strata/cluster/auth"
+)
+
+func TestDestination(t *testing.T) {
+	tests := []struct {
+		name    string
+		home    home
+		role    Role
+		leading bool
+		to      Role
+		ok      bool
+	}{
+		{"any node serves it", anyNode, RoleManager, false, "", false},
+		{"a gate serves a job call", gates, RoleGate, false, "", false},
+		{"a manager forwards a job call to a gate", gates, RoleManager, true, RoleGate, true},
+		{"a gate forwards a regional read to a manager", managers, RoleGate, true, RoleManager, true},
+		{"a follower manager serves a regional read", managers, RoleManager, false, "", false},
+		{"a gate forwards a worker call to a manager", regionLeader, RoleGate, true, RoleManager, true},
+		{"a follower manager forwards a worker call to its leader", regionLeader, RoleManager, false, toLeader, true},
+		{"the leading manager serves a worker call", regionLeader, RoleManager, true, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			to, ok := destination(tt.home, tt.role, tt.leading)
+			if to != tt.to || ok != tt.ok {
+				t.Fatalf("destination = %q, %v; want %q, %v", to, ok, tt.to, tt.ok)
+			}
+		})
+	}
+}
+
+func TestAccessCheck(t *testing.T) {
+	reader := auth.Principal{Name: "r", Tenant: "acme", Scopes: []auth.Scope{auth.ScopeJobsRead}}
+	tenantWriter := auth.Principal{Name: "w", Tenant: "acme", Scopes: []auth.Scope{auth.ScopeJobsWrite}}
+	allWriter := auth.Principal{Name: "w", Tenant: auth.AllTenants, Scopes: []auth.Scope{auth.ScopeJobsWrite}}
+	op := auth.Principal{Name: "o", Tenant: auth.AllTenants, Scopes: []auth.Scope{auth.ScopeOperator}}
+	tests := []struct {
+		name   string
+		access access
+		p      auth.Principal
+		status int // 0: allowed
+	}{
+		{"any token reads", anyToken, reader, 0},
+		{"a reader is no operator", operatorOnly, reader, http.StatusForbidden},
+		{"an operator operates", operatorOnly, op, 0},
+		{"a tenant's writer is no worker", workerToken, tenantWriter, http.StatusForbidden},
+		{"an all-tenant writer is a worker", workerToken, allWriter, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.access.check(tt.p)
+			var ae *APIError
+			switch {
+			case tt.status == 0 && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.status != 0 && (!errors.As(err, &ae) || ae.Status != tt.status):
+				t.Fatalf("got %v, want status %d", err, tt.status)
+			}
+		})
+	}
+}

@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// Jobs is a gate's job write service: it turns a client's submit into a
+// JobCreated, commits it through the pipeline and answers a repeat of an
+// idempotency key from what the first submit did (cluster/DESIGN.md
+// "Idempotency keys"). It never sees the HTTP request or response; its
+// errors are the API's error model (*APIError), or errors the handler
+// maps the same way. Safe for concurrent use.
+type Jobs struct {
+	cfg  *Config
+	idem *idempotencyCache
+}
+
+// Submitted is what a submit did.
+type Submitted struct {
+	JobID string
+	// Level is what the submit reached (the first submit's, for a repeat).
+	Level commit.Durability
+	HLC   hlc.Timestamp
+	// Index is the entry that carried it, 0 when it did not reach its
+	// tier or is a repeat: the session token's index.
+	Index uint64
+	// Existing: a repeat of an earlier submit's key; nothing new was made.
+	Existing bool
+}
+
+// Submit creates the job spec describes for p at durability level.
+func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, level commit.Durability) (Submitted, error) {
+	if !p.Allows(auth.ScopeJobsWrite, spec.Tenant) {
+		return Submitted{}, forbidden(p, auth.ScopeJobsWrite, spec.Tenant)
+	}
+	if err := j.checkRegions(spec.Regions); err != nil {
+		return Submitted{}, err
+	}
+	keyed := spec.IdempotencyKey != ""
+	eventID := commit.NewEventID()
+	if keyed {
+		eventID = idempotentEventID(spec.Tenant, spec.IdempotencyKey)
+		if out, found, err := j.replayFromLedger(eventID, &spec); found {
+			return out, err
+		}
+	}
+	jobID, ts, err := j.cfg.JobIDs.Next()
+	if err != nil {
+		return Submitted{}, err
+	}
+	e := fsm.Event{ID: eventID, Type: fsm.TypeJobCreated, JobID: jobID, Tenant: spec.Tenant, Region: j.cfg.Region,
+		Node: j.cfg.NodeID, HLC: ts, Fence: 1, Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}}
+	if err := e.Validate(); err != nil {
+		return Submitted{}, eventError(err)
+	}
+	if keyed {
+		if prev, fresh := j.idem.claim(eventID, idemEntry{jobID: jobID, spec: &spec, hlc: ts}); !fresh {
+			return replayed(prev, &spec)
+		}
+	}
+	res, err := j.cfg.Writer.Submit(ctx, []fsm.Event{e}, level)
+	if keyed {
+		j.idem.settle(eventID, res.Level)
+	}
+	if err != nil {
+		return Submitted{}, submitError(err, res)
+	}
+	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict) {
+		// The key's job was created earlier (through another gate, or
+		// before this gate applied it): answer from the ledger once this
+		// node has applied the entry that found the conflict.
+		if err := j.cfg.Applied.Wait(ctx, res.Index); err != nil {
+			return Submitted{}, submitError(err, res)
+		}
+		if out, found, err := j.replayFromLedger(eventID, &spec); found {
+			return out, err
+		}
+	}
+	if err := resultError(res); err != nil {
+		return Submitted{}, err
+	}
+	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index}, nil
+}
+
+// checkRegions refuses a region no node of the cluster serves.
+func (j *Jobs) checkRegions(regions []string) error {
+	known := map[string]bool{j.cfg.Region: true}
+	for _, m := range j.cfg.Members.Members() {
+		known[m.Meta.Region] = true
+	}
+	for _, r := range regions {
+		if !known[r] {
+			return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+				Message: fmt.Sprintf("region %q is not a region of this cluster", r), Details: map[string]any{"field": "regions"}}
+		}
+	}
+	return nil
+}
+
+// replayFromLedger answers a submit whose key already created a job in
+// the ledger; found is false when the ledger does not have it.
+func (j *Jobs) replayFromLedger(id fsm.EventID, spec *fsm.JobSpec) (out Submitted, found bool, err error) {
+	se, err := j.cfg.Ledger.Event(id)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return Submitted{}, false, nil
+	case err != nil:
+		return Submitted{}, true, err
+	}
+	created, ok := se.Body.(*fsm.JobCreated)
+	if !ok {
+		return Submitted{}, true, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "idempotency key collides with another event"}
+	}
+	out, err = replayed(idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: j.cfg.Tier}, spec)
+	return out, true, err
+}
+
+// replayed is the answer to a repeated key: the first submit's job and
+// level; 409 when the repeat's body differs, or while the first submit is
+// still in flight (it may yet fail before the NodeWAL).
+func replayed(prev idemEntry, got *fsm.JobSpec) (Submitted, error) {
+	switch {
+	case !reflect.DeepEqual(normalSpec(prev.spec), normalSpec(got)):
+		return Submitted{}, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("idempotency key %q was used for job %s with a different body", got.IdempotencyKey, prev.jobID),
+			Details: map[string]any{"job_id": prev.jobID}}
+	case prev.level == 0:
+		return Submitted{}, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("a submit with idempotency key %q is in flight; retry", got.IdempotencyKey),
+			Details: map[string]any{"job_id": prev.jobID}}
+	}
+	return Submitted{JobID: prev.jobID, Level: prev.level, HLC: prev.hlc, Existing: true}, nil
+}
+
+// Cancel asks to cancel job id for p at durability level. It runs on the
+// leader (the caller forwards otherwise): the cancel's fence comes from
+// the job's current state, read linearizably.
+func (j *Jobs) Cancel(ctx context.Context, p auth.Principal, id string, req api.CancelJobRequest, level commit.Durability) (commit.SubmitResult, hlc.Timestamp, error) {
+	if err := j.cfg.Consensus.ConfirmLeadership(ctx); err != nil {
+		return commit.SubmitResult{}, hlc.Timestamp{}, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "cancel: " + err.Error()}
+	}
+	s, err := j.job(p, id)
+	if err != nil {
+		return commit.SubmitResult{}, hlc.Timestamp{}, err
+	}
+	if !p.Allows(auth.ScopeJobsWrite, s.Tenant) {
+		return commit.SubmitResult{}, hlc.Timestamp{}, forbidden(p, auth.ScopeJobsWrite, s.Tenant)
+	}
+	if s.Status.Terminal() {
+		return commit.SubmitResult{}, hlc.Timestamp{}, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("job %s is %s: it cannot be cancelled", id, s.Status), Details: map[string]any{"status": s.Status.String()}}
+	}
+	if req.Requestor == "" {
+		req.Requestor = p.Name
+	}
+	res, ts, err := commitOwn(ctx, j.cfg, level, fsm.Event{Type: fsm.TypeJobCancellationRequested, JobID: id, Tenant: s.Tenant,
+		Fence: s.Fence + 1, Body: &fsm.JobCancellationRequested{Reason: req.Reason, Requestor: req.Requestor}})
+	if err == nil {
+		err = resultError(res)
+	}
+	return res, ts, err
+}
+
+// job reads a job p may read; another tenant's job is "not found", so a
+// token never learns that it exists.
+func (j *Jobs) job(p auth.Principal, id string) (*fsm.JobState, error) {
+	s, err := j.cfg.Ledger.JobByID(id)
+	if err == nil && !p.Allows(auth.ScopeJobsRead, s.Tenant) {
+		err = fsm.ErrNotFound
+	}
+	if errors.Is(err, fsm.ErrNotFound) {
+		return nil, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("job %s not found", id)}
+	}
+	return s, err
+}
+
+// commitOwn submits one event this node originates (e carries its type,
+// body and job fields): it stamps it (Stamper.Own), validates it and
+// submits it at level.
+func commitOwn(ctx context.Context, cfg *Config, level commit.Durability, e fsm.Event) (commit.SubmitResult, hlc.Timestamp, error) {
+	if err := cfg.Stamper.Own(&e); err != nil {
+		return commit.SubmitResult{}, e.HLC, err
+	}
+	if err := e.Validate(); err != nil {
+		return commit.SubmitResult{}, e.HLC, eventError(err)
+	}
+	res, err := cfg.Writer.Submit(ctx, []fsm.Event{e}, level)
+	if err != nil {
+		return res, e.HLC, submitError(err, res)
+	}
+	return res, e.HLC, nil
+}
