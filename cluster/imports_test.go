@@ -20,7 +20,7 @@ func TestImports_OnlyGroupAndWiringImportRaft(t *testing.T) {
 		if files, _ := filepath.Glob(filepath.Join(dir, "*.go")); len(files) == 0 {
 			return nil
 		}
-		importcheck.Never(t, dir, "github.com/hashicorp/raft")
+		importcheck.Never(t, dir, "github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2")
 		return nil
 	})
 	if err != nil {

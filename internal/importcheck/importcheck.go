@@ -57,17 +57,20 @@ func Imports(t testing.TB, dir string) []Import {
 	return out
 }
 
-// matches reports whether path is rule: Std, or rule itself or a package
-// below it.
+// matches reports whether path is rule: Std, an import path, or, as go
+// list's patterns, "x/..." for x and every package below it.
 func matches(path, rule string) bool {
 	if rule == Std {
 		return !strings.Contains(strings.Split(path, "/")[0], ".")
 	}
-	return path == rule || strings.HasPrefix(path, rule+"/")
+	if tree, ok := strings.CutSuffix(rule, "/..."); ok {
+		return path == tree || strings.HasPrefix(path, tree+"/")
+	}
+	return path == rule
 }
 
 // Only fails t for every import of dir's non-test files that matches none
-// of allowed (Std, or import paths whose subpackages are allowed too).
+// of allowed (Std, import paths, "x/..." trees).
 func Only(t testing.TB, dir string, allowed ...string) {
 	t.Helper()
 	for _, imp := range Imports(t, dir) {

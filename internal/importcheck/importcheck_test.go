@@ -10,8 +10,10 @@ func TestMatches(t *testing.T) {
 		{"std", "net/http", Std, true},
 		{"not std", "github.com/hashicorp/raft", Std, false},
 		{"itself", Module + "/fsm", Module + "/fsm", true},
-		{"below", Module + "/fsm/boltstore", Module + "/fsm", true},
-		{"prefix of a name is not below", Module + "/fsmx", Module + "/fsm", false},
+		{"below is not itself", Module + "/fsm/boltstore", Module + "/fsm", false},
+		{"below a tree", Module + "/fsm/boltstore", Module + "/fsm/...", true},
+		{"the tree's root", Module + "/fsm", Module + "/fsm/...", true},
+		{"prefix of a name is not below", Module + "/fsmx", Module + "/fsm/...", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
