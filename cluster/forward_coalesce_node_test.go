@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -55,8 +56,8 @@ func TestNode_FollowerCoalescesForwardedBatches(t *testing.T) {
 		t.Fatalf("leader has %d workers (%v), want %d", len(workers), err, clients*perClient)
 	}
 	reg := c.node(follower).reg
-	calls := metricValue(t, reg, "strata_pipeline_forward_call_batches")
-	forwarded := metricValue(t, reg, "strata_pipeline_forwarded_total")
+	calls := testkit.MetricValue(t, reg, "strata_pipeline_forward_call_batches")
+	forwarded := testkit.MetricValue(t, reg, "strata_pipeline_forwarded_total")
 	t.Logf("%v batches forwarded in %v calls", forwarded, calls)
 	if forwarded < clients*perClient || calls >= forwarded {
 		t.Fatalf("%v batches forwarded in %v calls: want ≥ %d batches in fewer calls", forwarded, calls, clients*perClient)

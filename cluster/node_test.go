@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/strata-ledger/strata/cluster/httpapi"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -84,7 +84,7 @@ func TestNode_BadInputIsRefusedAndChangesNothing(t *testing.T) {
 	var sub api.SubmitJobResponse
 	r.decode(t, &sub)
 	jobPath := "/v1/jobs/" + sub.JobID
-	big := append([]byte(`{"tenant":"acme","regions":["use1"],"timeout":"1m","workflows":[{"name":"`), make([]byte, httpapi.MaxRequestBytes)...)
+	big := append([]byte(`{"tenant":"acme","regions":["use1"],"timeout":"1m","workflows":[{"name":"`), make([]byte, httpx.MaxRequestBytes)...)
 	accepted := `{"type":"JobAccepted","body":{"region":"use1","worker_count":1}}`
 	manyEvents := `{"events":[` + strings.Repeat(accepted+`,`, fsm.MaxBatchEvents) + accepted + `]}`
 	tests := []struct {

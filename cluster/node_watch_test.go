@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
-	"github.com/strata-ledger/strata/cluster/httpapi"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -290,7 +290,7 @@ func TestWatch(t *testing.T) {
 		held := c.openWatch(t, "g3", jobID, testAcmeToken, api.HeaderSession, session)
 		held.next(t)
 		r := c.call("g3", "GET", "/v1/jobs/"+jobID+"/watch", testAcmeToken, nil)
-		if r.status != http.StatusServiceUnavailable || r.apiError(t).Code != httpapi.CodeUnavailable {
+		if r.status != http.StatusServiceUnavailable || r.apiError(t).Code != httpx.CodeUnavailable {
 			t.Fatalf("over the limit: %d %s", r.status, r.body)
 		}
 		held.cancel()

@@ -14,6 +14,8 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/httpapi"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -264,7 +266,7 @@ func testWorkerRegister(t *testing.T, e *workerEnv, followers []string) {
 	if after := e.state(t); after != before {
 		t.Fatalf("a repeated registration changed the ledger")
 	}
-	e.refused(t, e.lead, "POST", "/v1/workers", `{"worker_id":"w1","region":"use1","capacity":5}`, http.StatusConflict, httpapi.CodeConflict)
+	e.refused(t, e.lead, "POST", "/v1/workers", `{"worker_id":"w1","region":"use1","capacity":5}`, http.StatusConflict, httpx.CodeConflict)
 
 	// Through a follower and through a gate: forwarded to the leader.
 	e.register(t, followers[1], "w2", 2, http.StatusCreated)
@@ -282,7 +284,7 @@ func testWorkerRegister(t *testing.T, e *workerEnv, followers []string) {
 	if gen.status != http.StatusCreated || !regexp.MustCompile(`^w-[0-9a-f]{8}$`).MatchString(g.WorkerID) || g.Durability != "LOCAL" {
 		t.Fatalf("generated id: %d %s", gen.status, gen.body)
 	}
-	waitUntil(t, "generated worker applied", func() bool { ws := e.worker(t, g.WorkerID); return ws != nil && ws.Active })
+	testkit.WaitUntil(t, "generated worker applied", func() bool { ws := e.worker(t, g.WorkerID); return ws != nil && ws.Active })
 
 	// Bad input: 4xx, nothing written.
 	for _, tt := range []struct {
@@ -303,7 +305,7 @@ func testWorkerRegister(t *testing.T, e *workerEnv, followers []string) {
 		{``, "", 400, ""},
 		{`{"worker_id":"w9","region":"use1","capacity":1}`, "?durability=global", 400, ""},
 		{`{"worker_id":"w9","region":"use1","capacity":1}`, "?durability=soon", 400, ""},
-		{`{"worker_id":"` + strings.Repeat("w", httpapi.MaxRequestBytes) + `"}`, "", 413, ""},
+		{`{"worker_id":"` + strings.Repeat("w", httpx.MaxRequestBytes) + `"}`, "", 413, ""},
 	} {
 		ae := e.refused(t, e.lead, "POST", "/v1/workers"+tt.query, tt.body, tt.status, "")
 		if tt.field != "" && ae.Details["field"] != tt.field {
@@ -394,12 +396,12 @@ func testWorkerHeartbeat(t *testing.T, e *workerEnv) {
 	if !e.lastHeard("nobody").IsZero() {
 		t.Fatal("a heartbeat of an unknown worker was remembered")
 	}
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"","lease_fence":1}]}`, 400, httpapi.CodeBadRequest)
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x","lease_fence":0}]}`, 400, httpapi.CodeBadRequest)
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x"}],"more":1}`, 400, httpapi.CodeBadRequest)
-	e.refused(t, e.lead, "POST", "/v1/workers/a%20b/heartbeat", `{"running":[]}`, 400, httpapi.CodeBadRequest)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"","lease_fence":1}]}`, 400, httpx.CodeBadRequest)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x","lease_fence":0}]}`, 400, httpx.CodeBadRequest)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", `{"running":[{"workflow":"x"}],"more":1}`, 400, httpx.CodeBadRequest)
+	e.refused(t, e.lead, "POST", "/v1/workers/a%20b/heartbeat", `{"running":[]}`, 400, httpx.CodeBadRequest)
 	many, _ := json.Marshal(api.HeartbeatRequest{Running: make([]api.RunningWorkflow, httpapi.MaxRunningPerHeartbeat+1)})
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", string(many), 413, httpapi.CodeTooLarge)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/heartbeat", string(many), 413, httpx.CodeTooLarge)
 }
 
 func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
@@ -469,7 +471,7 @@ func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
 		err = json.NewDecoder(resp.Body).Decode(&ll)
 		done <- answer{ll, time.Since(sent), err}
 	}()
-	waitUntil(t, "long poll waiting", func() bool { return !e.lastHeard("w1").Before(sent) })
+	testkit.WaitUntil(t, "long poll waiting", func() bool { return !e.lastHeard("w1").Before(sent) })
 	view := &lifecycle.View{Index: 101, Leases: map[string][]*fsm.WorkflowState{"w1": {e.workflow(t, a)}}}
 	published := time.Now() // the poll answers, and renews liveness, after this
 	n.life.PublishView(view)
@@ -488,7 +490,7 @@ func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
 	}
 
 	for _, q := range []string{"?index=x", "?index=-1", "?wait=forever", "?wait=-1s", "?wait=31s"} {
-		e.refused(t, e.lead, "GET", "/v1/workers/w1/leases"+q, "", 400, httpapi.CodeBadRequest)
+		e.refused(t, e.lead, "GET", "/v1/workers/w1/leases"+q, "", 400, httpx.CodeBadRequest)
 	}
 	e.refused(t, e.lead, "GET", "/v1/workers/nobody/leases?wait=0s", "", 404, api.CodeUnknownWorker)
 }
@@ -529,7 +531,7 @@ func testWorkerProgress(t *testing.T, e *workerEnv) {
 	if out.Results[0].Workflow != b {
 		t.Fatalf("result for %s, want %s", out.Results[0].Workflow, b)
 	}
-	waitUntil(t, "LOCAL progress applied", func() bool { return e.workflow(t, a).Completed == 20 })
+	testkit.WaitUntil(t, "LOCAL progress applied", func() bool { return e.workflow(t, a).Completed == 20 })
 
 	// Only stale updates: answered, nothing proposed.
 	st := e.state(t)
@@ -559,11 +561,11 @@ func testWorkerProgress(t *testing.T, e *workerEnv) {
 		updates[i] = api.ProgressUpdate{Workflow: fmt.Sprintf("%s/use1/x/%d", e.jobID, i), LeaseFence: 1}
 	}
 	many, _ := json.Marshal(api.ProgressRequest{Updates: updates})
-	e.refused(t, e.lead, "POST", "/v1/workers/w1/progress", string(many), 413, httpapi.CodeTooLarge)
+	e.refused(t, e.lead, "POST", "/v1/workers/w1/progress", string(many), 413, httpx.CodeTooLarge)
 	e.refused(t, e.lead, "POST", "/v1/workers/nobody/progress", fmt.Sprintf(`{"updates":[{"workflow":%q,"lease_fence":3}]}`, a),
 		404, api.CodeUnknownWorker)
 	e.refused(t, e.lead, "POST", "/v1/workers/w1/progress?durability=global", fmt.Sprintf(`{"updates":[{"workflow":%q,"lease_fence":3}]}`, a),
-		400, httpapi.CodeBadRequest)
+		400, httpx.CodeBadRequest)
 }
 
 func testWorkerEnd(t *testing.T, e *workerEnv) {
@@ -636,7 +638,7 @@ func testWorkerDeregister(t *testing.T, e *workerEnv) {
 	}
 	e.refused(t, e.lead, "POST", "/v1/workers/w3/heartbeat", `{"running":[]}`, 404, api.CodeUnknownWorker)
 	e.refused(t, e.lead, "DELETE", "/v1/workers/ghost", "", 404, api.CodeUnknownWorker)
-	e.refused(t, e.lead, "DELETE", "/v1/workers/w3?durability=global", "", 400, httpapi.CodeBadRequest)
+	e.refused(t, e.lead, "DELETE", "/v1/workers/w3?durability=global", "", 400, httpx.CodeBadRequest)
 	// A departed worker may register again.
 	e.register(t, e.lead, "w3", 2, http.StatusCreated)
 	if ws := e.worker(t, "w3"); ws == nil || !ws.Active || ws.Capacity != 2 {

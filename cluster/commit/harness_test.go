@@ -1,7 +1,6 @@
 package commit
 
 import (
-	"context"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/group/grouptest"
-	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/wal"
 )
 
@@ -111,16 +109,3 @@ func (c *pipeCluster) node(gn *grouptest.Node) *pipeNode {
 	defer c.mu.Unlock()
 	return c.of[gn]
 }
-
-// Shorter names for the shared helpers.
-var (
-	waitUntil    = testkit.WaitUntil
-	jobEvent     = testkit.JobEvent
-	jobID        = testkit.JobID
-	jobEvents    = testkit.JobEvents
-	metricValue  = testkit.MetricValue
-	wantOutcomes = testkit.WantOutcomes
-	mustBatch    = testkit.MustBatch
-)
-
-func testCtx(t testing.TB) context.Context { return testkit.Ctx(t) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -50,7 +51,7 @@ func runSubmitters(b *testing.B, leader *pipeNode, p *Pipeline, writers int) {
 	go func() {
 		defer close(batches)
 		for {
-			evs, _ := jobEvents(int(benchJobs.Add(benchEventsPerSubmit)), benchEventsPerSubmit)
+			evs, _ := testkit.JobEvents(int(benchJobs.Add(benchEventsPerSubmit)), benchEventsPerSubmit)
 			select {
 			case batches <- evs:
 			case <-ctx.Done():
@@ -58,7 +59,7 @@ func runSubmitters(b *testing.B, leader *pipeNode, p *Pipeline, writers int) {
 			}
 		}
 	}()
-	entries := metricValue(b, leader.Reg, "strata_raft_applied_entries_total")
+	entries := testkit.MetricValue(b, leader.Reg, "strata_raft_applied_entries_total")
 	b.ReportAllocs()
 	start, n := time.Now(), 0
 	for b.Loop() {
@@ -73,7 +74,7 @@ func runSubmitters(b *testing.B, leader *pipeNode, p *Pipeline, writers int) {
 	}
 	b.ReportMetric(float64(n)/elapsed, "submits/s")
 	b.ReportMetric(float64(n*benchEventsPerSubmit)/elapsed, "events/s")
-	if d := metricValue(b, leader.Reg, "strata_raft_applied_entries_total") - entries; d > 0 {
+	if d := testkit.MetricValue(b, leader.Reg, "strata_raft_applied_entries_total") - entries; d > 0 {
 		b.ReportMetric(float64(n)/d, "submits/entry")
 	}
 }

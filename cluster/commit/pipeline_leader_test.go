@@ -42,10 +42,10 @@ func TestPipeline_LeaderChangeEndsTheRetryBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	events, _ := jobEvents(0, 1)
+	events, _ := testkit.JobEvents(0, 1)
 	done := make(chan error, 1)
 	go func() {
-		res, err := p.Submit(testCtx(t), events, DurabilityRegional)
+		res, err := p.Submit(testkit.Ctx(t), events, DurabilityRegional)
 		if err == nil && res.Index != 7 {
 			err = context.DeadlineExceeded
 		}
@@ -115,14 +115,14 @@ func TestPipeline_StoppedNodeWALIsFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	events, _ := jobEvents(0, 1)
-	if _, err := p.Submit(testCtx(t), events, DurabilityLocal); err != nil {
+	events, _ := testkit.JobEvents(0, 1)
+	if _, err := p.Submit(testkit.Ctx(t), events, DurabilityLocal); err != nil {
 		t.Fatal(err)
 	}
 	broken.Store(true)
 	for range 3 {
-		more, _ := jobEvents(1, 1)
-		if _, err := p.Submit(testCtx(t), more, DurabilityLocal); err == nil {
+		more, _ := testkit.JobEvents(1, 1)
+		if _, err := p.Submit(testkit.Ctx(t), more, DurabilityLocal); err == nil {
 			t.Fatal("LOCAL ack after the NodeWAL's fsync failed")
 		}
 	}
@@ -131,7 +131,7 @@ func TestPipeline_StoppedNodeWALIsFatal(t *testing.T) {
 		if !errors.Is(err, wal.ErrStopped) {
 			t.Fatalf("OnFatal(%v), want wal.ErrStopped", err)
 		}
-	case <-testCtx(t).Done():
+	case <-testkit.Ctx(t).Done():
 		t.Fatal("OnFatal not called")
 	}
 	if len(fatal) != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/wal"
 )
@@ -96,17 +97,17 @@ func TestPipeline_WatermarkAdvancesOnlyOverAGapFreePrefix(t *testing.T) {
 	w := openTestWAL(t, t.TempDir())
 	gc := newGatedCommitter(false)
 	p, reg := newTestPipeline(t, w, gc, 3)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
 	var lsns []wal.LSN
 	for i := range 3 {
-		res, err := p.Submit(ctx, []fsm.Event{jobEvent(i)}, DurabilityLocal)
+		res, err := p.Submit(ctx, []fsm.Event{testkit.JobEvent(i)}, DurabilityLocal)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lsns = append(lsns, res.LSN)
 	}
-	if _, err := p.Submit(ctx, []fsm.Event{jobEvent(3)}, DurabilityLocal); !errors.Is(err, group.ErrBackpressure) {
+	if _, err := p.Submit(ctx, []fsm.Event{testkit.JobEvent(3)}, DurabilityLocal); !errors.Is(err, group.ErrBackpressure) {
 		t.Fatalf("submit beyond MaxPending: %v, want ErrBackpressure", err)
 	}
 	if last := w.LastLSN(); last != lsns[2] {
@@ -127,15 +128,15 @@ func TestPipeline_WatermarkAdvancesOnlyOverAGapFreePrefix(t *testing.T) {
 		{name: "second closes the gap", release: 1, inFlight: 0, want: lsns[2]},
 	}
 	for _, st := range steps {
-		gc.release(jobID(st.release))
-		waitUntil(t, st.name, func() bool {
-			return metricValue(t, reg, "strata_pipeline_in_flight") == st.inFlight && p.QueueFill() == st.inFlight/3
+		gc.release(testkit.JobID(st.release))
+		testkit.WaitUntil(t, st.name, func() bool {
+			return testkit.MetricValue(t, reg, "strata_pipeline_in_flight") == st.inFlight && p.QueueFill() == st.inFlight/3
 		})
 		if got := p.Watermark(); got != st.want {
 			t.Fatalf("%s: watermark %d, want %d", st.name, got, st.want)
 		}
 	}
-	waitUntil(t, "the checkpoint to follow", func() bool { return w.Watermarks().Regional == lsns[2] })
+	testkit.WaitUntil(t, "the checkpoint to follow", func() bool { return w.Watermarks().Regional == lsns[2] })
 }
 
 func TestPipeline_RecoverReproposesOnlyRecordsAboveTheWatermark(t *testing.T) {
@@ -149,15 +150,15 @@ func TestPipeline_RecoverReproposesOnlyRecordsAboveTheWatermark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	for i := range 3 {
-		if _, err := p.Submit(ctx, []fsm.Event{jobEvent(i)}, DurabilityLocal); err != nil {
+		if _, err := p.Submit(ctx, []fsm.Event{testkit.JobEvent(i)}, DurabilityLocal); err != nil {
 			t.Fatal(err)
 		}
 	}
-	gc.release(jobID(0))
-	gc.release(jobID(2))
-	waitUntil(t, "record 1 at the tier", func() bool { return p.Watermark() == 1 })
+	gc.release(testkit.JobID(0))
+	gc.release(testkit.JobID(2))
+	testkit.WaitUntil(t, "record 1 at the tier", func() bool { return p.Watermark() == 1 })
 	p.Close() // record 2 never reached the tier; record 3 did, above the gap
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -177,9 +178,9 @@ func TestPipeline_RecoverReproposesOnlyRecordsAboveTheWatermark(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("Recover = %d, %v; want the 2 records above the watermark", n, err)
 	}
-	waitUntil(t, "recovered records at the tier", func() bool { return p2.Watermark() == 3 })
+	testkit.WaitUntil(t, "recovered records at the tier", func() bool { return p2.Watermark() == 3 })
 	for i, want := range []int{0, 1, 1} {
-		if got := again.attempts(jobID(i)); got != want {
+		if got := again.attempts(testkit.JobID(i)); got != want {
 			t.Errorf("job %d re-proposed %d times, want %d", i, got, want)
 		}
 	}
@@ -191,9 +192,9 @@ func TestPipeline_RecoverReproposesOnlyRecordsAboveTheWatermark(t *testing.T) {
 func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *testing.T) {
 	c := startPipeCluster(t, 3, 5, DurabilityRegional, group.ProposerConfig{})
 	a := c.leader() // its proposals without quorum may survive in its Raft log
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
-	warm, warmJobs := jobEvents(0, 1)
+	warm, warmJobs := testkit.JobEvents(0, 1)
 	if _, err := a.pipe.Submit(ctx, warm, DurabilityRegional); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *t
 	var localJobs []string
 	var last wal.LSN
 	for b := range batches {
-		evs, jobs := jobEvents(1+b*perBatch, perBatch)
+		evs, jobs := testkit.JobEvents(1+b*perBatch, perBatch)
 		res, err := a.pipe.Submit(ctx, evs, DurabilityLocal)
 		if err != nil {
 			t.Fatal(err)
@@ -239,12 +240,12 @@ func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *t
 			}
 		}
 	}
-	waitUntil(t, "recovered records at the tier", func() bool { return a.pipe.Watermark() >= last })
+	testkit.WaitUntil(t, "recovered records at the tier", func() bool { return a.pipe.Watermark() >= last })
 	allJobs := append(warmJobs, localJobs...)
 	digest := c.WaitConverged(allJobs)
-	waitUntil(t, "every node to apply each event once", func() bool {
+	testkit.WaitUntil(t, "every node to apply each event once", func() bool {
 		for _, nd := range c.nodes {
-			if metricValue(t, nd.Reg, "strata_raft_applied_events_total", "outcome", "applied") != float64(len(allJobs)) {
+			if testkit.MetricValue(t, nd.Reg, "strata_raft_applied_events_total", "outcome", "applied") != float64(len(allJobs)) {
 				return false
 			}
 		}
@@ -252,12 +253,12 @@ func TestPipeline_RecoveryAfterLostQuorumAppliesLocalAckedEventsExactlyOnce(t *t
 	})
 
 	t.Logf("%s applied %v events as duplicates (proposals that survived in its Raft log)",
-		a.ID, metricValue(t, a.Reg, "strata_raft_applied_events_total", "outcome", "duplicate"))
+		a.ID, testkit.MetricValue(t, a.Reg, "strata_raft_applied_events_total", "outcome", "duplicate"))
 	res, err := a.pipe.Submit(ctx, local, DurabilityRegional)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOutcomes(t, res.Results, repeat(fsm.OutcomeDuplicate, len(local))...)
+	testkit.WantOutcomes(t, res.Results, repeat(fsm.OutcomeDuplicate, len(local))...)
 	if d := c.WaitConverged(allJobs); d != digest {
 		t.Fatalf("duplicates changed the ledger digest")
 	}

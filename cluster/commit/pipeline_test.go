@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -19,9 +20,9 @@ func repeat(o fsm.Outcome, n int) []fsm.Outcome {
 func TestPipeline_LocalAckIsFsyncedAndRegionalAckIsAppliedThenEverywhere(t *testing.T) {
 	c := startPipeCluster(t, 3, 1, DurabilityRegional, group.ProposerConfig{})
 	leader := c.leader()
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
-	localEvents, localJobs := jobEvents(0, 2)
+	localEvents, localJobs := testkit.JobEvents(0, 2)
 	local, err := leader.pipe.Submit(ctx, localEvents, DurabilityLocal)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestPipeline_LocalAckIsFsyncedAndRegionalAckIsAppliedThenEverywhere(t *test
 		t.Fatalf("LOCAL ack of LSN %d before it was durable (last durable %d)", local.LSN, durable)
 	}
 
-	regionalEvents, regionalJobs := jobEvents(2, 3)
+	regionalEvents, regionalJobs := testkit.JobEvents(2, 3)
 	regional, err := leader.pipe.Submit(ctx, regionalEvents, DurabilityRegional)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,7 @@ func TestPipeline_LocalAckIsFsyncedAndRegionalAckIsAppliedThenEverywhere(t *test
 	if regional.Level != DurabilityRegional || regional.Index == 0 || regional.LSN <= local.LSN {
 		t.Fatalf("REGIONAL submit = %+v, want level REGIONAL, an index, LSN above %d", regional, local.LSN)
 	}
-	wantOutcomes(t, regional.Results, repeat(fsm.OutcomeApplied, 3)...)
+	testkit.WantOutcomes(t, regional.Results, repeat(fsm.OutcomeApplied, 3)...)
 	if applied := leader.Ledger.AppliedIndex(); applied < regional.Index {
 		t.Fatalf("REGIONAL ack at index %d before the leader applied it (applied %d)", regional.Index, applied)
 	}
@@ -52,11 +53,11 @@ func TestPipeline_LocalAckIsFsyncedAndRegionalAckIsAppliedThenEverywhere(t *test
 	}
 
 	c.WaitConverged(append(localJobs, regionalJobs...))
-	waitUntil(t, "the REGIONAL watermark to cover both records", func() bool {
+	testkit.WaitUntil(t, "the REGIONAL watermark to cover both records", func() bool {
 		return leader.wal.Watermarks().Regional >= regional.LSN
 	})
 	for _, level := range []string{"LOCAL", "REGIONAL"} {
-		if n := metricValue(t, leader.Reg, "strata_pipeline_ack_seconds", "level", level); n != 1 {
+		if n := testkit.MetricValue(t, leader.Reg, "strata_pipeline_ack_seconds", "level", level); n != 1 {
 			t.Errorf("ack histogram for %s holds %v samples, want 1", level, n)
 		}
 	}
@@ -66,9 +67,9 @@ func TestPipeline_FollowerSubmitIsForwardedToTheLeaderAndApplied(t *testing.T) {
 	c := startPipeCluster(t, 3, 2, DurabilityRegional, group.ProposerConfig{})
 	leader := c.leader()
 	follower := c.follower(leader)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
-	events, jobs := jobEvents(0, 4)
+	events, jobs := testkit.JobEvents(0, 4)
 	res, err := follower.pipe.Submit(ctx, events, DurabilityRegional)
 	if err != nil {
 		t.Fatal(err)
@@ -76,15 +77,15 @@ func TestPipeline_FollowerSubmitIsForwardedToTheLeaderAndApplied(t *testing.T) {
 	if res.Level != DurabilityRegional || res.Index == 0 {
 		t.Fatalf("submit on follower = %+v, want REGIONAL with an index", res)
 	}
-	wantOutcomes(t, res.Results, repeat(fsm.OutcomeApplied, 4)...)
+	testkit.WantOutcomes(t, res.Results, repeat(fsm.OutcomeApplied, 4)...)
 	if applied := leader.Ledger.AppliedIndex(); applied < res.Index {
 		t.Fatalf("leader applied %d, below the acked index %d", applied, res.Index)
 	}
-	if n := metricValue(t, follower.Reg, "strata_pipeline_forwarded_total"); n < 1 {
+	if n := testkit.MetricValue(t, follower.Reg, "strata_pipeline_forwarded_total"); n < 1 {
 		t.Fatalf("forwarded %v batches, want ≥ 1", n)
 	}
 	c.WaitConverged(jobs)
-	waitUntil(t, "the follower's REGIONAL watermark", func() bool {
+	testkit.WaitUntil(t, "the follower's REGIONAL watermark", func() bool {
 		return follower.wal.Watermarks().Regional >= res.LSN
 	})
 
@@ -123,12 +124,12 @@ func TestPipeline_LevelAboveTierIsRejectedAndOffPathLevelsRoundUp(t *testing.T) 
 		t.Run(tt.name, func(t *testing.T) {
 			c := startPipeCluster(t, 1, tt.subnet, tt.tier, group.ProposerConfig{})
 			nd := c.nodes[0]
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			job := 0
 			for level := DurabilityNone; level <= DurabilityGlobal; level++ {
 				want := tt.want[level]
 				before, applied := nd.wal.LastLSN(), nd.Ledger.AppliedIndex()
-				res, err := nd.pipe.Submit(ctx, []fsm.Event{jobEvent(job)}, level)
+				res, err := nd.pipe.Submit(ctx, []fsm.Event{testkit.JobEvent(job)}, level)
 				job++
 				if want == 0 {
 					var de *DurabilityError
@@ -147,11 +148,11 @@ func TestPipeline_LevelAboveTierIsRejectedAndOffPathLevelsRoundUp(t *testing.T) 
 					t.Fatalf("%s on %s acked at %s, want %s", level, tt.tier, res.Level, want)
 				}
 			}
-			if _, err := nd.pipe.Submit(ctx, []fsm.Event{jobEvent(job)}, 0); !errors.Is(err, ErrInvalidDurability) {
+			if _, err := nd.pipe.Submit(ctx, []fsm.Event{testkit.JobEvent(job)}, 0); !errors.Is(err, ErrInvalidDurability) {
 				t.Fatalf("level 0: %v, want ErrInvalidDurability", err)
 			}
 			// NONE and LOCAL acks keep climbing to the tier.
-			_, jobs := jobEvents(0, 4)
+			_, jobs := testkit.JobEvents(0, 4)
 			if tt.tier == DurabilityRegional {
 				jobs = jobs[:3]
 			}

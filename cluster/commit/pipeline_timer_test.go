@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/wal"
 )
@@ -134,7 +135,7 @@ func TestPipeline_RetryBackoffDoublesUpToRetryMax(t *testing.T) {
 
 		done := make(chan error, 1)
 		go func() {
-			_, err := p.Submit(bubbleCtx(t), []fsm.Event{jobEvent(0)}, DurabilityRegional)
+			_, err := p.Submit(bubbleCtx(t), []fsm.Event{testkit.JobEvent(0)}, DurabilityRegional)
 			done <- err
 		}()
 		// The waits the attempts must follow: doubling, then capped.
@@ -157,7 +158,7 @@ func TestPipeline_RetryBackoffDoublesUpToRetryMax(t *testing.T) {
 		if !prev.ok {
 			t.Fatal("the last attempt did not commit")
 		}
-		if n := metricValue(t, reg, "strata_pipeline_propose_retries_total"); n != float64(len(waits)) {
+		if n := testkit.MetricValue(t, reg, "strata_pipeline_propose_retries_total"); n != float64(len(waits)) {
 			t.Errorf("retries metric %v, want %d (one per failed attempt)", n, len(waits))
 		}
 	})
@@ -174,7 +175,7 @@ func TestPipeline_LeaderChangedCutsTheBackoffShort(t *testing.T) {
 
 		done := make(chan error, 1)
 		go func() {
-			_, err := p.Submit(bubbleCtx(t), []fsm.Event{jobEvent(0)}, DurabilityRegional)
+			_, err := p.Submit(bubbleCtx(t), []fsm.Event{testkit.JobEvent(0)}, DurabilityRegional)
 			done <- err
 		}()
 		for range 5 { // the backoff grows to 16×RetryFirst: at least 80 ms
@@ -201,7 +202,7 @@ func TestPipeline_LeaderChangedCutsTheBackoffShort(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("submit: %v", err)
 		}
-		if n := metricValue(t, reg, "strata_pipeline_propose_retries_total"); n != 6 {
+		if n := testkit.MetricValue(t, reg, "strata_pipeline_propose_retries_total"); n != 6 {
 			t.Errorf("retries metric %v, want 6 (failed attempts)", n)
 		}
 	})
@@ -221,7 +222,7 @@ func TestPipeline_LocalAckKeepsClimbingUntilTheTier(t *testing.T) {
 		defer closeAll()
 
 		start := time.Now()
-		res, err := p.Submit(bubbleCtx(t), []fsm.Event{jobEvent(0)}, DurabilityLocal)
+		res, err := p.Submit(bubbleCtx(t), []fsm.Event{testkit.JobEvent(0)}, DurabilityLocal)
 		if err != nil || res.Level != DurabilityLocal {
 			t.Fatalf("submit = %+v, %v; want LOCAL", res, err)
 		}
@@ -266,7 +267,7 @@ func TestPipeline_LocalAckKeepsClimbingUntilTheTier(t *testing.T) {
 			{"strata_pipeline_forwarded_total", failed + 1},
 			{"strata_pipeline_in_flight", 0},
 		} {
-			if got := metricValue(t, reg, m.name); got != float64(m.want) {
+			if got := testkit.MetricValue(t, reg, m.name); got != float64(m.want) {
 				t.Errorf("%s = %v, want %d", m.name, got, m.want)
 			}
 		}
@@ -290,7 +291,7 @@ func TestPipeline_WatermarkIsCheckpointedWithinTheIntervalAndNoEarlier(t *testin
 
 		var lsns []wal.LSN
 		for i := range 4 {
-			res, err := p.Submit(ctx, []fsm.Event{jobEvent(i)}, DurabilityLocal)
+			res, err := p.Submit(ctx, []fsm.Event{testkit.JobEvent(i)}, DurabilityLocal)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,8 +306,8 @@ func TestPipeline_WatermarkIsCheckpointedWithinTheIntervalAndNoEarlier(t *testin
 		}
 
 		// Records 2 and 3 reach the tier above record 1, which has not.
-		gc.release(jobID(2))
-		gc.release(jobID(1))
+		gc.release(testkit.JobID(2))
+		gc.release(testkit.JobID(1))
 		checkpoint("records above a gap", 0)
 		time.Sleep(10 * interval)
 		checkpoint("ten intervals later, the gap still open", 0)
@@ -315,14 +316,14 @@ func TestPipeline_WatermarkIsCheckpointedWithinTheIntervalAndNoEarlier(t *testin
 		}
 
 		// Record 1 closes the gap: the idle flusher writes at once.
-		gc.release(jobID(0))
+		gc.release(testkit.JobID(0))
 		checkpoint("the gap closed", lsns[2])
 		flushed := time.Now()
 
 		// Record 4 reaches the tier just after: its write waits out the
 		// interval since the last one, and comes when it ends.
 		time.Sleep(time.Millisecond)
-		gc.release(jobID(3))
+		gc.release(testkit.JobID(3))
 		synctest.Wait()
 		if got := p.Watermark(); got != lsns[3] {
 			t.Fatalf("watermark %d, want %d", got, lsns[3])
@@ -331,7 +332,7 @@ func TestPipeline_WatermarkIsCheckpointedWithinTheIntervalAndNoEarlier(t *testin
 		checkpoint("a nanosecond before the interval ends", lsns[2])
 		time.Sleep(time.Nanosecond)
 		checkpoint("when the interval ends", lsns[3])
-		if got := metricValue(t, reg, "strata_pipeline_watermark_lsn"); got != float64(lsns[3]) {
+		if got := testkit.MetricValue(t, reg, "strata_pipeline_watermark_lsn"); got != float64(lsns[3]) {
 			t.Errorf("watermark metric %v, want %d", got, lsns[3])
 		}
 	})

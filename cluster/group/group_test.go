@@ -55,19 +55,8 @@ func TestRaftGroup_RestartRejoinsWithItsDataWithoutBootstrap(t *testing.T) {
 	if g.HadState {
 		t.Fatal("fresh directory reported existing state")
 	}
-	addr := g.Transport.LocalAddr()
-	if err := g.Bootstrap([]Server{{ID: "m1", Addr: string(addr)}}); err != nil {
-		t.Fatal(err)
-	}
-	waitLeader(t, g)
-	j := fsmtest.NewJob(testkit.JobID(1), "acme", 0, "use1")
-	batch, err := fsm.EncodeBatch([]fsm.Event{j.Created()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Raft.Apply(AppendEntry(nil, [][]byte{batch}), 5*time.Second).Error(); err != nil {
-		t.Fatal(err)
-	}
+	addr := g.LocalAddr()
+	bootstrapAndApplyJob(t, g)
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +64,7 @@ func TestRaftGroup_RestartRejoinsWithItsDataWithoutBootstrap(t *testing.T) {
 	// Same address, same directory: the node has state, so it must not
 	// bootstrap; it elects itself from its stored configuration and
 	// replays the log into a fresh ledger.
-	g2, ledger2 := openSingleGroup(t, dir, string(addr))
+	g2, ledger2 := openSingleGroup(t, dir, addr)
 	t.Cleanup(func() { g2.Close() })
 	if !g2.HadState {
 		t.Fatal("restarted group did not report its existing state")
@@ -87,5 +76,19 @@ func TestRaftGroup_RestartRejoinsWithItsDataWithoutBootstrap(t *testing.T) {
 	s, err := ledger2.Job("acme", testkit.JobID(1))
 	if err != nil || s == nil {
 		t.Fatalf("job after restart: %v, %v", s, err)
+	}
+}
+
+// bootstrapAndApplyJob makes g the leader of a group of one and applies
+// one job's JobCreated through Raft.
+func bootstrapAndApplyJob(t *testing.T, g *Group) {
+	t.Helper()
+	if err := g.Bootstrap([]Server{{ID: "m1", Addr: g.LocalAddr()}}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, g)
+	j := fsmtest.NewJob(testkit.JobID(1), "acme", 0, "use1")
+	if err := g.Raft.Apply(AppendEntry(nil, [][]byte{testkit.MustBatch(t, j.Created())}), 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
 	}
 }

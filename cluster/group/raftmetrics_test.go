@@ -4,14 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/strata-ledger/strata/cluster/internal/testkit"
-	"github.com/strata-ledger/strata/fsm"
-	"github.com/strata-ledger/strata/fsm/fsmtest"
 )
 
 // TestBridgeRaftMetrics_RaftApplyShowsUpAsStrataRaft runs a one-node group
@@ -29,18 +24,7 @@ func TestBridgeRaftMetrics_RaftApplyShowsUpAsStrataRaft(t *testing.T) {
 
 	g, _ := openSingleGroup(t, filepath.Join(t.TempDir(), "raft"), "127.0.9.7:0")
 	t.Cleanup(func() { g.Close() })
-	if err := g.Bootstrap([]Server{{ID: "m1", Addr: g.LocalAddr()}}); err != nil {
-		t.Fatal(err)
-	}
-	waitLeader(t, g)
-	j := fsmtest.NewJob(testkit.JobID(1), "acme", 0, "use1")
-	batch, err := fsm.EncodeBatch([]fsm.Event{j.Created()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Raft.Apply(AppendEntry(nil, [][]byte{batch}), 5*time.Second).Error(); err != nil {
-		t.Fatal(err)
-	}
+	bootstrapAndApplyJob(t, g)
 
 	families, err := reg.Gather()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -31,12 +32,12 @@ func batchTier(events []fsm.Event) (Role, string, error) {
 			r = RoleGate
 		}
 		if role != "" && r != role {
-			return "", "", badRequest("events[%d]: a batch holds either job events (global ledger) or workflow and worker events (regional ledger), not both", i)
+			return "", "", httpx.BadRequest("events[%d]: a batch holds either job events (global ledger) or workflow and worker events (regional ledger), not both", i)
 		}
 		role = r
 		if r == RoleManager && events[i].Region != "" {
 			if region != "" && events[i].Region != region {
-				return "", "", badRequest("events[%d]: workflow events of one batch must be of one region (%s, %s)", i, region, events[i].Region)
+				return "", "", httpx.BadRequest("events[%d]: workflow events of one batch must be of one region (%s, %s)", i, region, events[i].Region)
 			}
 			region = events[i].Region
 		}
@@ -48,33 +49,33 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 	p, body := c.p, c.body
 	level, err := parseWriteLevel(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	req, err := decodeBatchRequest(body)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	role, region, err := batchTier(req.Events)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if role != sv.cfg.Role {
 		if role == RoleManager && region != "" && region != sv.cfg.Region {
-			writeError(w, badRequest("workflow events of region %s go to a manager of %s; this is %s of %s", region, region, sv.cfg.NodeID, sv.cfg.Region))
+			httpx.WriteError(w, httpx.BadRequest("workflow events of region %s go to a manager of %s; this is %s of %s", region, region, sv.cfg.NodeID, sv.cfg.Region))
 			return
 		}
 		sv.forwardToRole(w, r, body, role)
 		return
 	}
 	if err := sv.stampEvents(p, req.Events); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if err := checkLevel(level, sv.cfg.Tier); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if level == 0 {
@@ -82,21 +83,21 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 	}
 	res, err := sv.cfg.Writer.Submit(r.Context(), req.Events, level)
 	if err != nil {
-		writeError(w, submitError(err, res))
+		httpx.WriteError(w, submitError(err, res))
 		return
 	}
 	out := api.BatchResponse{WriteResponse: sv.writeResponse(w, res, req.Events[0].HLC)}
 	for i, rs := range res.Results {
 		er := api.EventResult{ID: req.Events[i].ID, Outcome: rs.Outcome.String(), Seq: rs.Seq}
 		if rs.Err != nil {
-			var ae *APIError
+			var ae *httpx.APIError
 			if errors.As(eventError(rs.Err), &ae) {
 				er.Error = ae
 			}
 		}
 		out.Results = append(out.Results, er)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 // parseWriteLevel parses durability= (0 when absent) without checking it
@@ -108,7 +109,7 @@ func parseWriteLevel(r *http.Request) (commit.Durability, error) {
 	}
 	d, err := commit.ParseDurability(s)
 	if err != nil {
-		return 0, badRequest("durability %q must be none, local, regional or global", s)
+		return 0, httpx.BadRequest("durability %q must be none, local, regional or global", s)
 	}
 	return d, nil
 }
@@ -119,7 +120,7 @@ func checkLevel(d, tier commit.Durability) error {
 		return nil
 	}
 	if _, err := commit.AckLevel(d, tier); err != nil {
-		return badRequest("%v", err)
+		return httpx.BadRequest("%v", err)
 	}
 	return nil
 }
@@ -131,7 +132,7 @@ func (sv *Server) stampEvents(p auth.Principal, events []fsm.Event) error {
 	for i := range events {
 		e := &events[i]
 		if e.Type == fsm.TypeForwardMark {
-			return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 				Message: fmt.Sprintf("event %d: ForwardMark is recorded by the regional forwarder only", i),
 				Details: map[string]any{"index": i, "type": e.Type.String()}}
 		}
@@ -143,10 +144,10 @@ func (sv *Server) stampEvents(p auth.Principal, events []fsm.Event) error {
 			return forbidden(p, tenantScope, e.Tenant)
 		}
 		if err := sv.cfg.Stamper.Received(e); err != nil {
-			return badRequest("events[%d].hlc: %v", i, err)
+			return httpx.BadRequest("events[%d].hlc: %v", i, err)
 		}
 		if err := e.Validate(); err != nil {
-			ae := eventError(err).(*APIError)
+			ae := eventError(err).(*httpx.APIError)
 			ae.Message = fmt.Sprintf("events[%d]: %s", i, ae.Message)
 			return ae
 		}
@@ -221,10 +222,10 @@ func decodeBatchStandard(body []byte) (api.BatchRequest, error) {
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return req, jsonError(err, MaxRequestBytes)
+			return req, httpx.JSONError(err, httpx.MaxRequestBytes)
 		}
 		if key, _ := tok.(string); key != "events" || seen {
-			return req, badRequest("unknown or repeated field %v: a batch is {\"events\": [...]}", tok)
+			return req, httpx.BadRequest("unknown or repeated field %v: a batch is {\"events\": [...]}", tok)
 		}
 		seen = true
 		if err := expectDelim(dec, '['); err != nil {
@@ -232,7 +233,7 @@ func decodeBatchStandard(body []byte) (api.BatchRequest, error) {
 		}
 		for dec.More() {
 			if len(req.Events) == fsm.MaxBatchEvents {
-				return req, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+				return req, &httpx.APIError{Status: http.StatusRequestEntityTooLarge, Code: httpx.CodeTooLarge,
 					Message: fmt.Sprintf("more than %d events in one batch", fsm.MaxBatchEvents),
 					Details: map[string]any{"limit": fsm.MaxBatchEvents}}
 			}
@@ -241,7 +242,7 @@ func decodeBatchStandard(body []byte) (api.BatchRequest, error) {
 				if errors.Is(err, io.EOF) {
 					err = errors.New("body is missing")
 				}
-				return req, badRequest("events[%d]: %v", len(req.Events)-1, err)
+				return req, httpx.BadRequest("events[%d]: %v", len(req.Events)-1, err)
 			}
 		}
 		if err := expectDelim(dec, ']'); err != nil {
@@ -252,10 +253,10 @@ func decodeBatchStandard(body []byte) (api.BatchRequest, error) {
 		return req, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, badRequest("request body holds more than one JSON value")
+		return req, httpx.BadRequest("request body holds more than one JSON value")
 	}
 	if len(req.Events) == 0 {
-		return req, badRequest("events: empty batch")
+		return req, httpx.BadRequest("events: empty batch")
 	}
 	return req, nil
 }
@@ -264,10 +265,10 @@ func decodeBatchStandard(body []byte) (api.BatchRequest, error) {
 func expectDelim(dec *json.Decoder, d json.Delim) error {
 	tok, err := dec.Token()
 	if err != nil {
-		return jsonError(err, MaxRequestBytes)
+		return httpx.JSONError(err, httpx.MaxRequestBytes)
 	}
 	if got, ok := tok.(json.Delim); !ok || got != d {
-		return badRequest("malformed batch: want %q, got %v", d, tok)
+		return httpx.BadRequest("malformed batch: want %q, got %v", d, tok)
 	}
 	return nil
 }

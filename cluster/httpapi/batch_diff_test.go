@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
 )
@@ -125,7 +126,7 @@ func FuzzDecodeBatchMatchesReference(f *testing.F) {
 // asProduction renames the reference's copy of the event's JSON struct in
 // an error of encoding/json to the production struct's name.
 func asProduction(err error) error {
-	ae, ok := err.(*APIError)
+	ae, ok := err.(*httpx.APIError)
 	if !ok {
 		return err
 	}

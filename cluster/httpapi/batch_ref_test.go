@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 )
@@ -29,10 +30,10 @@ func decodeBatchReference(body []byte) ([]fsm.Event, error) {
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, jsonError(err, MaxRequestBytes)
+			return nil, httpx.JSONError(err, httpx.MaxRequestBytes)
 		}
 		if key, _ := tok.(string); key != "events" || seen {
-			return nil, badRequest("unknown or repeated field %v: a batch is {\"events\": [...]}", tok)
+			return nil, httpx.BadRequest("unknown or repeated field %v: a batch is {\"events\": [...]}", tok)
 		}
 		seen = true
 		if err := expectDelim(dec, '['); err != nil {
@@ -40,7 +41,7 @@ func decodeBatchReference(body []byte) ([]fsm.Event, error) {
 		}
 		for dec.More() {
 			if len(events) == fsm.MaxBatchEvents {
-				return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+				return nil, &httpx.APIError{Status: http.StatusRequestEntityTooLarge, Code: httpx.CodeTooLarge,
 					Message: fmt.Sprintf("more than %d events in one batch", fsm.MaxBatchEvents),
 					Details: map[string]any{"limit": fsm.MaxBatchEvents}}
 			}
@@ -49,7 +50,7 @@ func decodeBatchReference(body []byte) ([]fsm.Event, error) {
 				if errors.Is(err, io.EOF) {
 					err = errors.New("body is missing")
 				}
-				return nil, badRequest("events[%d]: %v", len(events)-1, err)
+				return nil, httpx.BadRequest("events[%d]: %v", len(events)-1, err)
 			}
 		}
 		if err := expectDelim(dec, ']'); err != nil {
@@ -60,10 +61,10 @@ func decodeBatchReference(body []byte) ([]fsm.Event, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, badRequest("request body holds more than one JSON value")
+		return nil, httpx.BadRequest("request body holds more than one JSON value")
 	}
 	if len(events) == 0 {
-		return nil, badRequest("events: empty batch")
+		return nil, httpx.BadRequest("events: empty batch")
 	}
 	out := make([]fsm.Event, len(events))
 	for i := range events {

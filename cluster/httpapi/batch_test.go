@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -39,7 +40,7 @@ func TestDecodeBatchRequest(t *testing.T) {
 				}
 				return
 			}
-			var ae *APIError
+			var ae *httpx.APIError
 			if !errors.As(err, &ae) || ae.Status != tt.status {
 				t.Fatalf("got %v, want status %d", err, tt.status)
 			}
@@ -54,7 +55,7 @@ func FuzzDecodeBatchRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeBatchRequest(body)
 		if err != nil {
-			var ae *APIError
+			var ae *httpx.APIError
 			if !errors.As(err, &ae) || (ae.Status != http.StatusBadRequest && ae.Status != http.StatusRequestEntityTooLarge) {
 				t.Fatalf("error %v is not a 400/413 envelope", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -18,25 +19,25 @@ func (sv *Server) handleVerifyChain(w http.ResponseWriter, r *http.Request, c *c
 	p := c.p
 	tenant := r.URL.Query().Get("tenant")
 	if tenant == "" {
-		writeError(w, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "tenant is required",
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest, Message: "tenant is required",
 			Details: map[string]any{"field": "tenant"}})
 		return
 	}
 	if !p.Allows(auth.ScopeJobsRead, tenant) {
-		writeError(w, forbidden(p, auth.ScopeJobsRead, tenant))
+		httpx.WriteError(w, forbidden(p, auth.ScopeJobsRead, tenant))
 		return
 	}
 	head, err := sv.cfg.Ledger.VerifyChain(tenant)
 	var ce *fsm.ChainError
 	switch {
 	case errors.As(err, &ce):
-		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: ce.Error(),
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: ce.Error(),
 			Details: map[string]any{"seq": ce.Seq, "event_id": ce.EventID.String(), "job_id": ce.JobID}})
 		return
 	case err != nil:
-		writeError(w, readError(err))
+		httpx.WriteError(w, readError(err))
 		return
 	}
 	sv.setReadHeaders(w)
-	writeJSON(w, http.StatusOK, api.ChainVerification{Tenant: tenant, Seq: head.Seq, Link: head.Link.String(), Verified: true})
+	httpx.WriteJSON(w, http.StatusOK, api.ChainVerification{Tenant: tenant, Seq: head.Seq, Link: head.Link.String(), Verified: true})
 }

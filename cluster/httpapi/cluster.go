@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -28,17 +29,17 @@ const (
 )
 
 func (sv *Server) handleLivez(w http.ResponseWriter, _ *http.Request, _ *call) {
-	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+	httpx.WriteJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
 // handleReadyz: ready when the group has a leader and this node has
 // applied what it knows to be committed.
 func (sv *Server) handleReadyz(w http.ResponseWriter, _ *http.Request, _ *call) {
 	if reason := sv.notReady(); reason != "" {
-		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Reason: reason})
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Reason: reason})
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+	httpx.WriteJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
 func (sv *Server) notReady() string {
@@ -65,16 +66,16 @@ func (sv *Server) handleMembers(w http.ResponseWriter, r *http.Request, c *call)
 		}
 		out.Members = append(out.Members, am)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func (sv *Server) handleRaft(w http.ResponseWriter, r *http.Request, c *call) {
 	g, err := sv.raftStatus()
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.RaftStatus{Node: sv.cfg.NodeID, Groups: []api.RaftGroup{g}})
+	httpx.WriteJSON(w, http.StatusOK, api.RaftStatus{Node: sv.cfg.NodeID, Groups: []api.RaftGroup{g}})
 }
 
 func (sv *Server) raftStatus() (api.RaftGroup, error) {
@@ -117,20 +118,20 @@ func (sv *Server) leaderOnly(w http.ResponseWriter, r *http.Request, body []byte
 func (sv *Server) handleJoin(w http.ResponseWriter, r *http.Request, c *call) {
 	body, err := readBody(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	var req api.JoinRequest
-	if err := decodeStrictBytes(body, &req); err != nil {
-		writeError(w, err)
+	if err := httpx.DecodeBytes(body, &req); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
 	if !members.IsNodeID(req.NodeID) {
-		writeError(w, badRequest("node_id %q must be 1-63 of [a-z0-9_-]", req.NodeID))
+		httpx.WriteError(w, httpx.BadRequest("node_id %q must be 1-63 of [a-z0-9_-]", req.NodeID))
 		return
 	}
 	if _, _, err := net.SplitHostPort(req.RaftAddr); err != nil {
-		writeError(w, badRequest("raft_addr %q is not host:port", req.RaftAddr))
+		httpx.WriteError(w, httpx.BadRequest("raft_addr %q is not host:port", req.RaftAddr))
 		return
 	}
 	if sv.leaderOnly(w, r, body) {
@@ -143,11 +144,11 @@ func (sv *Server) handleRemovePeer(w http.ResponseWriter, r *http.Request, c *ca
 	id := r.PathValue("id")
 	found, err := sv.cfg.Consensus.HasServer(id)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if !found {
-		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound,
 			Message: fmt.Sprintf("%s is not a server of raft group %s", id, sv.cfg.Group)})
 		return
 	}
@@ -160,13 +161,13 @@ func (sv *Server) handleRemovePeer(w http.ResponseWriter, r *http.Request, c *ca
 func (sv *Server) handleTransfer(w http.ResponseWriter, r *http.Request, c *call) {
 	body, err := readBody(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	var req api.TransferRequest
 	if len(body) > 0 {
-		if err := decodeStrictBytes(body, &req); err != nil {
-			writeError(w, err)
+		if err := httpx.DecodeBytes(body, &req); err != nil {
+			httpx.WriteError(w, err)
 			return
 		}
 	}
@@ -175,12 +176,12 @@ func (sv *Server) handleTransfer(w http.ResponseWriter, r *http.Request, c *call
 	}
 	err = sv.cfg.Consensus.TransferLeadership(req.To)
 	if errors.Is(err, group.ErrUnknownServer) {
-		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound,
 			Message: fmt.Sprintf("%s is not a server of raft group %s", req.To, sv.cfg.Group)})
 		return
 	}
 	if err != nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "leadership transfer: " + err.Error()})
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "leadership transfer: " + err.Error()})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), membershipChangeTimeout)
@@ -193,7 +194,7 @@ func (sv *Server) handleTransfer(w http.ResponseWriter, r *http.Request, c *call
 		}
 		leader = sv.cfg.Consensus.Leader().ID
 	}
-	writeJSON(w, http.StatusOK, api.OperatorResponse{Group: sv.cfg.Group, Leader: leader})
+	httpx.WriteJSON(w, http.StatusOK, api.OperatorResponse{Group: sv.cfg.Group, Leader: leader})
 }
 
 // answerChange answers a membership change with the group's leader and
@@ -201,9 +202,9 @@ func (sv *Server) handleTransfer(w http.ResponseWriter, r *http.Request, c *call
 func (sv *Server) answerChange(w http.ResponseWriter) func(index uint64, err error) {
 	return func(index uint64, err error) {
 		if err != nil {
-			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "membership change: " + err.Error()})
+			httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "membership change: " + err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, api.OperatorResponse{Group: sv.cfg.Group, Leader: sv.cfg.Consensus.Leader().ID, Index: index})
+		httpx.WriteJSON(w, http.StatusOK, api.OperatorResponse{Group: sv.cfg.Group, Leader: sv.cfg.Consensus.Leader().ID, Index: index})
 	}
 }

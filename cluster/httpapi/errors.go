@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -19,30 +20,30 @@ import (
 // invalid fields 400, conflicts with the ledger's state 409, unknown
 // subjects 404.
 func eventError(err error) error {
-	var ae *APIError
+	var ae *httpx.APIError
 	if errors.As(err, &ae) {
 		return ae
 	}
-	status, code := http.StatusBadRequest, CodeBadRequest
+	status, code := http.StatusBadRequest, httpx.CodeBadRequest
 	details := map[string]any{}
 	var fe *fsm.FieldError
 	var le *fsm.LimitError
 	switch {
 	case errors.As(err, &le):
-		status, code = http.StatusRequestEntityTooLarge, CodeTooLarge
+		status, code = http.StatusRequestEntityTooLarge, httpx.CodeTooLarge
 	case errors.As(err, &fe):
 		details["field"] = fe.Field
 	case errors.Is(err, fsm.ErrEventConflict), errors.Is(err, fsm.ErrJobExists), errors.Is(err, fsm.ErrWorkflowExists),
 		errors.Is(err, fsm.ErrWorkerExists), errors.Is(err, fsm.ErrIllegalTransition), errors.Is(err, fsm.ErrStaleFence),
 		errors.Is(err, fsm.ErrTerminal), errors.Is(err, fsm.ErrWorkerMismatch):
-		status, code = http.StatusConflict, CodeConflict
+		status, code = http.StatusConflict, httpx.CodeConflict
 	case errors.Is(err, fsm.ErrUnknownJob), errors.Is(err, fsm.ErrUnknownWorkflow), errors.Is(err, fsm.ErrUnknownWorker):
-		status, code = http.StatusNotFound, CodeNotFound
+		status, code = http.StatusNotFound, httpx.CodeNotFound
 	}
 	if len(details) == 0 {
 		details = nil
 	}
-	return &APIError{Status: status, Code: code, Message: err.Error(), Details: details}
+	return &httpx.APIError{Status: status, Code: code, Message: err.Error(), Details: details}
 }
 
 // resultError is the error of a one-event write whose event was rejected.
@@ -61,30 +62,30 @@ func resultError(res commit.SubmitResult) error {
 func submitError(err error, res commit.SubmitResult) error {
 	switch {
 	case errors.Is(err, group.ErrBackpressure):
-		return &APIError{Status: http.StatusTooManyRequests, Code: CodeUnavailable, Message: err.Error()}
+		return &httpx.APIError{Status: http.StatusTooManyRequests, Code: httpx.CodeUnavailable, Message: err.Error()}
 	case errors.Is(err, group.ErrInvalidBatch):
 		return eventError(err)
 	case errors.Is(err, group.ErrClosed):
-		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "node is shutting down"}
+		return &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "node is shutting down"}
 	case res.Level >= commit.DurabilityLocal:
-		return &APIError{Status: http.StatusGatewayTimeout, Code: CodeTimeout,
+		return &httpx.APIError{Status: http.StatusGatewayTimeout, Code: httpx.CodeTimeout,
 			Message: fmt.Sprintf("write is %s (NodeWAL LSN %d) and still climbing to its tier: %v", res.Level, res.LSN, err),
 			Details: map[string]any{"durability": res.Level.String(), "lsn": uint64(res.LSN)}}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &APIError{Status: http.StatusGatewayTimeout, Code: CodeTimeout, Message: err.Error()}
+		return &httpx.APIError{Status: http.StatusGatewayTimeout, Code: httpx.CodeTimeout, Message: err.Error()}
 	}
-	return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}
+	return &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: err.Error()}
 }
 
 // readError maps a ledger read's error.
 func readError(err error) error {
 	switch {
 	case errors.Is(err, fsm.ErrInvalidCursor):
-		return badRequest("%v", err)
+		return httpx.BadRequest("%v", err)
 	case errors.Is(err, fsm.ErrNotFound):
-		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+		return &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, fsm.ErrInvalidEvent), errors.Is(err, fsm.ErrLimit):
-		return badRequest("%v", err)
+		return httpx.BadRequest("%v", err)
 	}
 	return err
 }
@@ -93,7 +94,7 @@ func readError(err error) error {
 func parseLimit(s string) (int, error) {
 	v, err := strconv.Atoi(s)
 	if err != nil || v < 1 || v > fsm.MaxListLimit {
-		return 0, badRequest("limit %q must be 1..%d", s, fsm.MaxListLimit)
+		return 0, httpx.BadRequest("limit %q must be 1..%d", s, fsm.MaxListLimit)
 	}
 	return v, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 )
 
 // The route wrapper: authentication, scope, and routing to the node that
@@ -78,7 +79,7 @@ func (sv *Server) guard(ru rule, h handler) http.HandlerFunc {
 				return
 			}
 			if err := ru.access.check(p); err != nil {
-				writeError(w, err)
+				httpx.WriteError(w, err)
 				return
 			}
 			c.p = p
@@ -86,7 +87,7 @@ func (sv *Server) guard(ru rule, h handler) http.HandlerFunc {
 		if ru.body {
 			body, err := readBody(r)
 			if err != nil {
-				writeError(w, err)
+				httpx.WriteError(w, err)
 				return
 			}
 			c.body = body
@@ -131,7 +132,7 @@ func (sv *Server) forward(ru rule, w http.ResponseWriter, r *http.Request, body 
 	if body == nil && !ru.body {
 		var err error
 		if body, err = readBody(r); err != nil {
-			writeError(w, err)
+			httpx.WriteError(w, err)
 			return true
 		}
 	}

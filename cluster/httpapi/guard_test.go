@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 )
 
 func TestDestination(t *testing.T) {
@@ -56,7 +57,7 @@ func TestAccessCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.access.check(tt.p)
-			var ae *APIError
+			var ae *httpx.APIError
 			switch {
 			case tt.status == 0 && err != nil:
 				t.Fatalf("refused: %v", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -79,7 +80,7 @@ func TestReplayed(t *testing.T) {
 	for _, tt := range tests {
 		out, err := replayed(tt.prev, tt.got)
 		status := http.StatusOK
-		var ae *APIError
+		var ae *httpx.APIError
 		if errors.As(err, &ae) {
 			status = ae.Status
 		}

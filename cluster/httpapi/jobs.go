@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -17,16 +18,16 @@ import (
 
 // readBody reads a request body of at most MaxRequestBytes (413 beyond).
 func readBody(r *http.Request) ([]byte, error) {
-	if r.ContentLength > MaxRequestBytes {
-		return nil, tooLarge(MaxRequestBytes)
+	if r.ContentLength > httpx.MaxRequestBytes {
+		return nil, httpx.TooLarge(httpx.MaxRequestBytes)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxRequestBytes))
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, httpx.MaxRequestBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge(MaxRequestBytes)
+			return nil, httpx.TooLarge(httpx.MaxRequestBytes)
 		}
-		return nil, badRequest("read request body: %v", err)
+		return nil, httpx.BadRequest("read request body: %v", err)
 	}
 	return b, nil
 }
@@ -48,27 +49,27 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 	p := c.p
 	level, err := sv.writeLevel(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	var spec fsm.JobSpec
-	if err := decodeJSON(r, MaxRequestBytes, &spec); err != nil {
-		writeError(w, err)
+	if err := httpx.DecodeJSON(r, httpx.MaxRequestBytes, &spec); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
 	out, err := sv.jobs.Submit(r.Context(), p, spec, level)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+out.JobID)
 	if out.Existing {
-		writeJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: out.JobID, Existing: true,
+		httpx.WriteJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: out.JobID, Existing: true,
 			WriteResponse: api.WriteResponse{Durability: out.Level.String(), HLC: out.HLC}})
 		return
 	}
 	res := commit.SubmitResult{Level: out.Level, Index: out.Index}
-	writeJSON(w, http.StatusCreated, api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)})
+	httpx.WriteJSON(w, http.StatusCreated, api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)})
 }
 
 // writeResponse is the common part of a write's answer; it sets the
@@ -92,7 +93,7 @@ func (sv *Server) handleGetJob(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	sv.setReadHeaders(w)
-	writeJSON(w, http.StatusOK, s)
+	httpx.WriteJSON(w, http.StatusOK, s)
 }
 
 // readJob is a read call's prelude (consistency) and its job: the job p
@@ -100,7 +101,7 @@ func (sv *Server) handleGetJob(w http.ResponseWriter, r *http.Request, c *call) 
 func (sv *Server) readJob(w http.ResponseWriter, p auth.Principal, id string) (*fsm.JobState, bool) {
 	s, err := sv.jobs.job(p, id)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return nil, false
 	}
 	return s, true
@@ -114,13 +115,13 @@ func (sv *Server) handleListJobs(w http.ResponseWriter, r *http.Request, c *call
 		jq.Tenant = p.Tenant
 	}
 	if !p.Allows(auth.ScopeJobsRead, orAll(jq.Tenant)) {
-		writeError(w, forbidden(p, auth.ScopeJobsRead, jq.Tenant))
+		httpx.WriteError(w, forbidden(p, auth.ScopeJobsRead, jq.Tenant))
 		return
 	}
 	if s := q.Get("status"); s != "" {
 		st, err := fsm.ParseJobStatus(s)
 		if err != nil {
-			writeError(w, badRequest("status %q: %v", s, err))
+			httpx.WriteError(w, httpx.BadRequest("status %q: %v", s, err))
 			return
 		}
 		jq.Status = st
@@ -128,17 +129,17 @@ func (sv *Server) handleListJobs(w http.ResponseWriter, r *http.Request, c *call
 	if s := q.Get("limit"); s != "" {
 		var err error
 		if jq.Limit, err = parseLimit(s); err != nil {
-			writeError(w, err)
+			httpx.WriteError(w, err)
 			return
 		}
 	}
 	page, err := sv.cfg.Ledger.ListJobs(jq)
 	if err != nil {
-		writeError(w, readError(err))
+		httpx.WriteError(w, readError(err))
 		return
 	}
 	sv.setReadHeaders(w)
-	writeJSON(w, http.StatusOK, api.JobList{Jobs: orEmpty(page.Jobs), NextCursor: page.Next})
+	httpx.WriteJSON(w, http.StatusOK, api.JobList{Jobs: orEmpty(page.Jobs), NextCursor: page.Next})
 }
 
 func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request, c *call) {
@@ -152,7 +153,7 @@ func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request, c *cal
 	if s := q.Get("limit"); s != "" {
 		var err error
 		if eq.Limit, err = parseLimit(s); err != nil {
-			writeError(w, err)
+			httpx.WriteError(w, err)
 			return
 		}
 	}
@@ -163,7 +164,7 @@ func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request, c *cal
 	eq.Tenant = s.Tenant
 	page, err := sv.cfg.Ledger.JobEvents(eq)
 	if err != nil {
-		writeError(w, readError(err))
+		httpx.WriteError(w, readError(err))
 		return
 	}
 	out := api.EventList{Events: make([]fsm.StoredEvent, len(page.Events)), NextCursor: page.Next}
@@ -171,7 +172,7 @@ func (sv *Server) handleJobEvents(w http.ResponseWriter, r *http.Request, c *cal
 		out.Events[i] = *se
 	}
 	sv.setReadHeaders(w)
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, c *call) {
@@ -182,13 +183,13 @@ func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	level, err := sv.writeLevel(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	body := c.body
 	var req api.CancelJobRequest
-	if err := decodeStrictBytes(body, &req); err != nil {
-		writeError(w, err)
+	if err := httpx.DecodeBytes(body, &req); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
 	// The cancel's fence comes from the job's current state: read it
@@ -199,21 +200,21 @@ func (sv *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	res, ts, err := sv.jobs.Cancel(r.Context(), p, id, req, level)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	out := api.CancelJobResponse{JobID: id, WriteResponse: sv.writeResponse(w, res, ts)}
 	if len(res.Results) == 1 {
 		out.Outcome = res.Results[0].Outcome.String()
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 // jobIDParam reads the {id} of a job path; a malformed id is a 400.
 func jobIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if _, err := fsm.ParseJobID(id); err != nil {
-		writeError(w, badRequest("job id %q: %v", id, err))
+		httpx.WriteError(w, httpx.BadRequest("job id %q: %v", id, err))
 		return "", false
 	}
 	return id, true
@@ -224,7 +225,7 @@ func jobIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 func (sv *Server) readPrelude(w http.ResponseWriter, r *http.Request) bool {
 	o, err := sv.parseReadOpts(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return false
 	}
 	return sv.prepareRead(w, r, o)

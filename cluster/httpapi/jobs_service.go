@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -100,7 +101,7 @@ func (j *Jobs) checkRegions(regions []string) error {
 	}
 	for _, r := range regions {
 		if !known[r] {
-			return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 				Message: fmt.Sprintf("region %q is not a region of this cluster", r), Details: map[string]any{"field": "regions"}}
 		}
 	}
@@ -119,7 +120,7 @@ func (j *Jobs) replayFromLedger(id fsm.EventID, spec *fsm.JobSpec) (out Submitte
 	}
 	created, ok := se.Body.(*fsm.JobCreated)
 	if !ok {
-		return Submitted{}, true, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "idempotency key collides with another event"}
+		return Submitted{}, true, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: "idempotency key collides with another event"}
 	}
 	out, err = replayed(idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: j.cfg.Tier}, spec)
 	return out, true, err
@@ -131,11 +132,11 @@ func (j *Jobs) replayFromLedger(id fsm.EventID, spec *fsm.JobSpec) (out Submitte
 func replayed(prev idemEntry, got *fsm.JobSpec) (Submitted, error) {
 	switch {
 	case !reflect.DeepEqual(normalSpec(prev.spec), normalSpec(got)):
-		return Submitted{}, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+		return Submitted{}, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
 			Message: fmt.Sprintf("idempotency key %q was used for job %s with a different body", got.IdempotencyKey, prev.jobID),
 			Details: map[string]any{"job_id": prev.jobID}}
 	case prev.level == 0:
-		return Submitted{}, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+		return Submitted{}, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
 			Message: fmt.Sprintf("a submit with idempotency key %q is in flight; retry", got.IdempotencyKey),
 			Details: map[string]any{"job_id": prev.jobID}}
 	}
@@ -147,7 +148,7 @@ func replayed(prev idemEntry, got *fsm.JobSpec) (Submitted, error) {
 // the job's current state, read linearizably.
 func (j *Jobs) Cancel(ctx context.Context, p auth.Principal, id string, req api.CancelJobRequest, level commit.Durability) (commit.SubmitResult, hlc.Timestamp, error) {
 	if err := j.cfg.Consensus.ConfirmLeadership(ctx); err != nil {
-		return commit.SubmitResult{}, hlc.Timestamp{}, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "cancel: " + err.Error()}
+		return commit.SubmitResult{}, hlc.Timestamp{}, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "cancel: " + err.Error()}
 	}
 	s, err := j.job(p, id)
 	if err != nil {
@@ -157,7 +158,7 @@ func (j *Jobs) Cancel(ctx context.Context, p auth.Principal, id string, req api.
 		return commit.SubmitResult{}, hlc.Timestamp{}, forbidden(p, auth.ScopeJobsWrite, s.Tenant)
 	}
 	if s.Status.Terminal() {
-		return commit.SubmitResult{}, hlc.Timestamp{}, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+		return commit.SubmitResult{}, hlc.Timestamp{}, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
 			Message: fmt.Sprintf("job %s is %s: it cannot be cancelled", id, s.Status), Details: map[string]any{"status": s.Status.String()}}
 	}
 	if req.Requestor == "" {
@@ -179,7 +180,7 @@ func (j *Jobs) job(p auth.Principal, id string) (*fsm.JobState, error) {
 		err = fsm.ErrNotFound
 	}
 	if errors.Is(err, fsm.ErrNotFound) {
-		return nil, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("job %s not found", id)}
+		return nil, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: fmt.Sprintf("job %s not found", id)}
 	}
 	return s, err
 }

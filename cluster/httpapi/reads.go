@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -47,12 +48,12 @@ func (sv *Server) parseReadOpts(r *http.Request) (readOpts, error) {
 	switch o.consistency {
 	case api.ConsistencyEventual, api.ConsistencySession, api.ConsistencyBounded, api.ConsistencyStrong:
 	default:
-		return o, badRequest("consistency %q must be eventual, session, bounded or strong", o.consistency)
+		return o, httpx.BadRequest("consistency %q must be eventual, session, bounded or strong", o.consistency)
 	}
 	if s := q.Get(api.ParamMaxStaleness); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return o, badRequest("max_staleness %q is not a positive duration such as 500ms", s)
+			return o, httpx.BadRequest("max_staleness %q is not a positive duration such as 500ms", s)
 		}
 		o.maxStaleness = d
 	}
@@ -62,11 +63,11 @@ func (sv *Server) parseReadOpts(r *http.Request) (readOpts, error) {
 			return o, err
 		}
 		if grp != sv.cfg.Group {
-			return o, badRequest("session token %q is of group %s; this read is served by group %s", tok, grp, sv.cfg.Group)
+			return o, httpx.BadRequest("session token %q is of group %s; this read is served by group %s", tok, grp, sv.cfg.Group)
 		}
 		o.session = idx
 	} else if o.consistency == api.ConsistencySession {
-		return o, badRequest("consistency=session needs the %s header returned by a write", api.HeaderSession)
+		return o, httpx.BadRequest("consistency=session needs the %s header returned by a write", api.HeaderSession)
 	}
 	return o, nil
 }
@@ -83,7 +84,7 @@ func parseSession(tok string) (string, uint64, error) {
 	grp, idx, ok := strings.Cut(tok, ":")
 	i, err := strconv.ParseUint(idx, 10, 64)
 	if !ok || grp == "" || err != nil || i == 0 {
-		return "", 0, badRequest("%s %q is not {group}:{index}", api.HeaderSession, tok)
+		return "", 0, httpx.BadRequest("%s %q is not {group}:{index}", api.HeaderSession, tok)
 	}
 	return grp, i, nil
 }
@@ -96,7 +97,7 @@ func (sv *Server) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts
 		ctx, cancel := context.WithTimeout(r.Context(), sv.cfg.SessionWait)
 		defer cancel()
 		if err := sv.cfg.Applied.Wait(ctx, o.session); err != nil {
-			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 				Message: fmt.Sprintf("node %s applied index %d, session needs %d: not reached within %s",
 					sv.cfg.NodeID, sv.cfg.Ledger.AppliedIndex(), o.session, sv.cfg.SessionWait)})
 			return false
@@ -115,7 +116,7 @@ func (sv *Server) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts
 			return false
 		}
 		if err := sv.cfg.Consensus.ConfirmLeadership(r.Context()); err != nil {
-			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 				Message: fmt.Sprintf("strong read: node %s could not confirm leadership with a quorum: %v", sv.cfg.NodeID, err)})
 			return false
 		}
@@ -128,13 +129,13 @@ func (sv *Server) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts
 func (sv *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte, why string) {
 	id := sv.cfg.Consensus.Leader().ID
 	if id == "" || id == sv.cfg.NodeID {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s: %s, and no leader is known", sv.cfg.NodeID, why)})
 		return
 	}
 	m, ok := sv.cfg.Members.Lookup(id)
 	if !ok || m.Meta.APIAddr == "" {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s: %s, and leader %s is not known to gossip", sv.cfg.NodeID, why, id)})
 		return
 	}
@@ -163,7 +164,7 @@ func (sv *Server) lanPeers(role Role, region string) []members.Member {
 func (sv *Server) forwardToRole(w http.ResponseWriter, r *http.Request, body []byte, role Role) {
 	peers := sv.lanPeers(role, sv.cfg.Region)
 	if len(peers) == 0 {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s (%s) forwards this call to a %s of region %s, and none is alive", sv.cfg.NodeID, sv.cfg.Role, role, sv.cfg.Region)})
 		return
 	}
@@ -181,13 +182,13 @@ func (sv *Server) forwardToRole(w http.ResponseWriter, r *http.Request, body []b
 func (sv *Server) proxy(w http.ResponseWriter, r *http.Request, addr string, body []byte) {
 	hops := r.Header.Values(api.HeaderForwardedBy)
 	if len(hops) >= maxForwardHops || slices.Contains(hops, sv.cfg.NodeID) {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s cannot serve this request and it was already forwarded by %s", sv.cfg.NodeID, strings.Join(hops, ", "))})
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	for _, h := range []string{"Authorization", "Content-Type", "Accept", api.HeaderSession} {
@@ -201,7 +202,7 @@ func (sv *Server) proxy(w http.ResponseWriter, r *http.Request, addr string, bod
 	req.Header.Add(api.HeaderForwardedBy, sv.cfg.NodeID)
 	resp, err := sv.cfg.Peers.HTTPClient().Do(req)
 	if err != nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s forwarded the request to %s: %v", sv.cfg.NodeID, addr, err)})
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
 )
@@ -35,7 +36,7 @@ func (rt route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Strings(allowed)
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Code: CodeBadRequest,
+	httpx.WriteError(w, &httpx.APIError{Status: http.StatusMethodNotAllowed, Code: httpx.CodeBadRequest,
 		Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allowed, ", "))})
 }
 
@@ -94,7 +95,7 @@ func (sv *Server) routes() http.Handler {
 	mux.Handle("/debug/pprof/profile", g(operator, plain(pprof.Profile)))
 	mux.Handle("/debug/pprof/trace", g(operator, plain(pprof.Trace)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
 	return mux
 }
@@ -157,7 +158,7 @@ func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 				}
 				sv.log.Error("http handler panic", "route", routeName, "panic", v)
 				if sw.status == 0 {
-					writeError(sw, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
+					httpx.WriteError(sw, &httpx.APIError{Status: http.StatusInternalServerError, Code: httpx.CodeInternal, Message: "internal error"})
 				}
 			}
 			sv.metrics.requests.WithLabelValues(routeName, r.Method, strconv.Itoa(sw.status)).Inc()
@@ -172,19 +173,19 @@ func (sv *Server) principal(w http.ResponseWriter, r *http.Request) (auth.Princi
 	p, err := sv.cfg.Auth.Authenticate(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
-		writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: err.Error()})
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusUnauthorized, Code: httpx.CodeUnauthenticated, Message: err.Error()})
 		return auth.Principal{}, false
 	}
 	return p, true
 }
 
 // forbidden is the 403 of a token lacking scope on tenant.
-func forbidden(p auth.Principal, scope auth.Scope, tenant string) *APIError {
+func forbidden(p auth.Principal, scope auth.Scope, tenant string) *httpx.APIError {
 	msg := fmt.Sprintf("token %s lacks scope %s", p.Name, scope)
 	if tenant != "" && !p.SeesTenant(tenant) {
 		msg = fmt.Sprintf("token %s is bound to tenant %q, not %q", p.Name, p.Tenant, tenant)
 	}
-	return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: msg}
+	return &httpx.APIError{Status: http.StatusForbidden, Code: httpx.CodeForbidden, Message: msg}
 }
 
 // plain adapts an http.HandlerFunc that needs nothing of the wrapper.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -81,7 +82,7 @@ func (sv *Server) handleWatchJob(w http.ResponseWriter, r *http.Request, c *call
 		return
 	}
 	if !sv.watches.acquire() {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s already serves %d watch streams; try another node", sv.cfg.NodeID, MaxWatchers)})
 		return
 	}
@@ -98,7 +99,7 @@ func (sv *Server) handleWatchJob(w http.ResponseWriter, r *http.Request, c *call
 	index, moved := sv.cfg.Applied.Current()
 	s, err := sv.jobs.job(p, id)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	sv.streamJob(ctx, w, s, index, moved)
@@ -110,12 +111,12 @@ func (sv *Server) watchPrelude(w http.ResponseWriter, r *http.Request) bool {
 	switch c := r.URL.Query().Get(api.ParamConsistency); c {
 	case "", api.ConsistencyEventual, api.ConsistencySession:
 	default:
-		writeError(w, badRequest("consistency %q: a watch streams the serving node's applied state; use eventual or session", c))
+		httpx.WriteError(w, httpx.BadRequest("consistency %q: a watch streams the serving node's applied state; use eventual or session", c))
 		return false
 	}
 	o, err := sv.parseReadOpts(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return false
 	}
 	if o.consistency != api.ConsistencySession {
@@ -250,13 +251,13 @@ func appendSSE(b []byte, event, id string, data []byte) []byte {
 func (sv *Server) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	hops := r.Header.Values(api.HeaderForwardedBy)
 	if len(hops) >= maxForwardHops || slices.Contains(hops, sv.cfg.NodeID) {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s cannot serve this watch and it was already forwarded by %s", sv.cfg.NodeID, strings.Join(hops, ", "))})
 		return
 	}
 	peers := sv.lanPeers(RoleGate, sv.cfg.Region)
 	if len(peers) == 0 {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s (%s) forwards watches to a gate of region %s, and none is alive", sv.cfg.NodeID, sv.cfg.Role, sv.cfg.Region)})
 		return
 	}
@@ -272,7 +273,7 @@ func (sv *Server) relayWatch(ctx context.Context, w http.ResponseWriter, r *http
 		relayStream(w, resp)
 		return
 	}
-	writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+	httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 		Message: fmt.Sprintf("node %s forwarded the watch to the gates of region %s: %s", sv.cfg.NodeID, sv.cfg.Region, strings.Join(failures, "; "))})
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -57,7 +58,7 @@ func capLeaseWait(r *http.Request) {
 func workerIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if err := checkWorkerID(id); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return "", false
 	}
 	return id, true
@@ -65,8 +66,8 @@ func workerIDParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 // unknownWorker is the 404 of a call naming a worker that is not active in
 // the region's ledger: the worker registers again.
-func (sv *Server) unknownWorker(id string) *APIError {
-	return &APIError{Status: http.StatusNotFound, Code: api.CodeUnknownWorker,
+func (sv *Server) unknownWorker(id string) *httpx.APIError {
+	return &httpx.APIError{Status: http.StatusNotFound, Code: api.CodeUnknownWorker,
 		Message: fmt.Sprintf("worker %s is not registered with region %s: register again", id, sv.cfg.Region),
 		Details: map[string]any{"worker": id}}
 }
@@ -94,16 +95,16 @@ func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	var req api.HeartbeatRequest
-	if err := decodeStrictBytes(body, &req); err != nil {
-		writeError(w, err)
+	if err := httpx.DecodeBytes(body, &req); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
 	if err := checkRunning(req.Running); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if _, err := sv.activeWorker(id); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	ids := make([]string, len(req.Running))
@@ -112,10 +113,10 @@ func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	wfs, err := sv.ledgerWorkflows(ids)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.HeartbeatResponse{Stop: stopList(id, req.Running, wfs),
+	httpx.WriteJSON(w, http.StatusOK, api.HeartbeatResponse{Stop: stopList(id, req.Running, wfs),
 		Backpressure: backpressureLevel(sv.cfg.Writer.QueueFill()), AckWindow: fsm.Duration(sv.cfg.WorkerAckWindow)})
 }
 
@@ -123,7 +124,7 @@ func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c *cal
 // names no workflow.
 func checkRunning(running []api.RunningWorkflow) error {
 	if len(running) > MaxRunningPerHeartbeat {
-		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		return &httpx.APIError{Status: http.StatusRequestEntityTooLarge, Code: httpx.CodeTooLarge,
 			Message: fmt.Sprintf("running lists %d workflows, limit %d", len(running), MaxRunningPerHeartbeat),
 			Details: map[string]any{"limit": MaxRunningPerHeartbeat}}
 	}
@@ -147,11 +148,11 @@ func checkWorkflowRef(prefix, workflow string, fence uint64) error {
 	}
 	switch {
 	case workflow == "" || len(workflow) > fsm.MaxWorkflowIDBytes:
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: fmt.Sprintf("%s: want a workflow id of 1..%d bytes", field("workflow"), fsm.MaxWorkflowIDBytes),
 			Details: map[string]any{"field": field("workflow")}}
 	case fence == 0:
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: fmt.Sprintf("%s: must be at least 1 (the fence of the workflow's lease)", field("lease_fence")),
 			Details: map[string]any{"field": field("lease_fence")}}
 	}
@@ -168,11 +169,11 @@ func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	index, wait, err := parseLeasePoll(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if _, err := sv.activeWorker(id); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
@@ -180,7 +181,7 @@ func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request, c *call) 
 	v := sv.cfg.Workers.LeaseView(ctx, index)
 	sv.cfg.Workers.Touch(id)
 	sv.setReadHeaders(w)
-	writeJSON(w, http.StatusOK, api.LeaseList{Index: v.Index, Leases: leasesOf(v.Leases[id])})
+	httpx.WriteJSON(w, http.StatusOK, api.LeaseList{Index: v.Index, Leases: leasesOf(v.Leases[id])})
 }
 
 // parseLeasePoll reads index= (default 0) and wait= (default
@@ -191,7 +192,7 @@ func parseLeasePoll(r *http.Request) (uint64, time.Duration, error) {
 	if s := q.Get("index"); s != "" {
 		var err error
 		if index, err = strconv.ParseUint(s, 10, 64); err != nil {
-			return 0, 0, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			return 0, 0, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 				Message: fmt.Sprintf("index %q is not a view index (an unsigned integer)", s), Details: map[string]any{"field": "index"}}
 		}
 	}
@@ -199,7 +200,7 @@ func parseLeasePoll(r *http.Request) (uint64, time.Duration, error) {
 	if s := q.Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 || d > api.MaxLeaseWait {
-			return 0, 0, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			return 0, 0, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 				Message: fmt.Sprintf("wait %q must be a duration from 0s to %s", s, api.MaxLeaseWait), Details: map[string]any{"field": "wait"}}
 		}
 		wait = d

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -24,22 +25,22 @@ func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request, c
 	body := c.body
 	level, err := sv.writeLevel(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	var req api.RegisterWorkerRequest
-	if err := decodeStrictBytes(body, &req); err != nil {
-		writeError(w, err)
+	if err := httpx.DecodeBytes(body, &req); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
 	if err := sv.checkRegistration(&req); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	generated := req.WorkerID == ""
 	cur, err := sv.pickWorkerID(&req)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if cur != nil && cur.Active {
@@ -49,14 +50,14 @@ func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request, c
 	res, ts, err := commitOwn(r.Context(), &sv.cfg, level, fsm.Event{Type: fsm.TypeWorkerJoined,
 		Body: &fsm.WorkerJoined{Worker: req.WorkerID, Capacity: req.Capacity}})
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrWorkerExists) && !generated {
 		// A concurrent registration of the same id won: answer as a
 		// repeat once this node has applied the entry.
 		if err := sv.cfg.Applied.Wait(r.Context(), res.Index); err != nil {
-			writeError(w, submitError(err, res))
+			httpx.WriteError(w, submitError(err, res))
 			return
 		}
 		if cur, err := sv.ledgerWorker(req.WorkerID); err == nil && cur != nil && cur.Active {
@@ -65,24 +66,24 @@ func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request, c
 		}
 	}
 	if err := resultError(res); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	sv.cfg.Workers.Touch(req.WorkerID)
 	w.Header().Set("Location", "/v1/workers/"+req.WorkerID)
-	writeJSON(w, http.StatusCreated, sv.registerResponse(req.WorkerID, req.Capacity, sv.writeResponse(w, res, ts)))
+	httpx.WriteJSON(w, http.StatusCreated, sv.registerResponse(req.WorkerID, req.Capacity, sv.writeResponse(w, res, ts)))
 }
 
 // checkRegistration refuses a registration with another region, a
 // capacity out of range or a malformed worker id.
 func (sv *Server) checkRegistration(req *api.RegisterWorkerRequest) error {
 	if req.Region != sv.cfg.Region {
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: fmt.Sprintf("region %q: this manager serves region %s; register with a manager of your region", req.Region, sv.cfg.Region),
 			Details: map[string]any{"field": "region"}}
 	}
 	if req.Capacity < 1 || req.Capacity > MaxWorkerCapacity {
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: fmt.Sprintf("capacity %d: must be 1..%d", req.Capacity, MaxWorkerCapacity),
 			Details: map[string]any{"field": "capacity", "limit": MaxWorkerCapacity}}
 	}
@@ -109,7 +110,7 @@ func (sv *Server) pickWorkerID(req *api.RegisterWorkerRequest) (*fsm.WorkerState
 			return nil, nil
 		}
 	}
-	return nil, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+	return nil, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 		Message: fmt.Sprintf("no free worker id after %d draws: retry, or name the worker", maxWorkerIDTries)}
 }
 
@@ -118,7 +119,7 @@ func (sv *Server) pickWorkerID(req *api.RegisterWorkerRequest) (*fsm.WorkerState
 // repeated registration), 409 otherwise.
 func (sv *Server) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState, req *api.RegisterWorkerRequest) {
 	if cur.Region != req.Region || cur.Capacity != req.Capacity {
-		writeError(w, &APIError{Status: http.StatusConflict, Code: CodeConflict,
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
 			Message: fmt.Sprintf("worker %s is active in region %s with capacity %d: deregister it before registering it with region %s and capacity %d",
 				cur.ID, cur.Region, cur.Capacity, req.Region, req.Capacity),
 			Details: map[string]any{"worker": cur.ID, "region": cur.Region, "capacity": cur.Capacity}})
@@ -126,7 +127,7 @@ func (sv *Server) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState
 	}
 	sv.cfg.Workers.Touch(cur.ID)
 	w.Header().Set("Location", "/v1/workers/"+cur.ID)
-	writeJSON(w, http.StatusOK, sv.registerResponse(cur.ID, cur.Capacity, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC}))
+	httpx.WriteJSON(w, http.StatusOK, sv.registerResponse(cur.ID, cur.Capacity, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC}))
 }
 
 // handleDeregisterWorker is DELETE /v1/workers/{id}: the worker leaves; the
@@ -139,34 +140,34 @@ func (sv *Server) handleDeregisterWorker(w http.ResponseWriter, r *http.Request,
 	}
 	level, err := sv.writeLevel(r)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	cur, err := sv.ledgerWorker(id)
 	switch {
 	case err != nil:
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	case cur == nil:
-		writeError(w, sv.unknownWorker(id))
+		httpx.WriteError(w, sv.unknownWorker(id))
 		return
 	case !cur.Active:
-		writeJSON(w, http.StatusOK, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC})
+		httpx.WriteJSON(w, http.StatusOK, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC})
 		return
 	}
 	res, ts, err := commitOwn(r.Context(), &sv.cfg, level, fsm.Event{Type: fsm.TypeWorkerLeft,
 		Body: &fsm.WorkerLeft{Worker: id, Reason: WorkerLeftReason}})
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	// A concurrent leave won the race: the worker is gone all the same.
 	if len(res.Results) == 1 && !errors.Is(res.Results[0].Err, fsm.ErrUnknownWorker) {
 		if err := resultError(res); err != nil {
-			writeError(w, err)
+			httpx.WriteError(w, err)
 			return
 		}
 	}
 	sv.cfg.Workers.Forget(id)
-	writeJSON(w, http.StatusOK, sv.writeResponse(w, res, ts))
+	httpx.WriteJSON(w, http.StatusOK, sv.writeResponse(w, res, ts))
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -58,17 +59,17 @@ func (sv *Server) handleProgress(w http.ResponseWriter, r *http.Request, c *call
 	}
 	level, err := sv.reportLevel(r, commit.DurabilityLocal)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	var req api.ProgressRequest
-	if err := decodeStrictBytes(body, &req); err != nil {
-		writeError(w, err)
+	if err := httpx.DecodeBytes(body, &req); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
 	reps, err := progressReports(req.Updates)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	sv.submitReports(w, r, id, reps, level)
@@ -78,10 +79,10 @@ func (sv *Server) handleProgress(w http.ResponseWriter, r *http.Request, c *call
 func progressReports(updates []api.ProgressUpdate) ([]report, error) {
 	switch {
 	case len(updates) == 0:
-		return nil, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return nil, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: "updates: empty; send at least one workflow's counters", Details: map[string]any{"field": "updates"}}
 	case len(updates) > MaxProgressUpdates:
-		return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		return nil, &httpx.APIError{Status: http.StatusRequestEntityTooLarge, Code: httpx.CodeTooLarge,
 			Message: fmt.Sprintf("updates: %d in one request, limit %d", len(updates), MaxProgressUpdates),
 			Details: map[string]any{"limit": MaxProgressUpdates}}
 	}
@@ -93,7 +94,7 @@ func progressReports(updates []api.ProgressUpdate) ([]report, error) {
 			return nil, err
 		}
 		if j, dup := seen[u.Workflow]; dup {
-			return nil, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+			return nil, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 				Message: fmt.Sprintf("%s: workflow %s is also updates[%d]; send one update per workflow", field, u.Workflow, j),
 				Details: map[string]any{"field": field + ".workflow"}}
 		}
@@ -124,17 +125,17 @@ func (sv *Server) handleWorkflowEnd(w http.ResponseWriter, r *http.Request, c *c
 	}
 	level, err := sv.reportLevel(r, sv.cfg.Tier)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	var req api.WorkflowEndRequest
-	if err := decodeStrictBytes(body, &req); err != nil {
-		writeError(w, err)
+	if err := httpx.DecodeBytes(body, &req); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
 	rp, err := endReport(t, &req)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	sv.submitReports(w, r, id, []report{rp}, level)
@@ -148,10 +149,10 @@ func endReport(t fsm.EventType, req *api.WorkflowEndRequest) (report, error) {
 	rp := report{workflow: req.Workflow, fence: req.LeaseFence}
 	switch {
 	case t == fsm.TypeWorkflowFailed && req.Error == "":
-		return report{}, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return report{}, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: "error: a failure needs its error", Details: map[string]any{"field": "error"}}
 	case t == fsm.TypeWorkflowCompleted && req.Error != "":
-		return report{}, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return report{}, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: "error: only a failure carries an error; report it with /fail", Details: map[string]any{"field": "error"}}
 	case t == fsm.TypeWorkflowFailed:
 		rp.end = &fsm.WorkflowFailed{Workflow: req.Workflow, Error: req.Error}
@@ -185,7 +186,7 @@ func (sv *Server) reportLevel(r *http.Request, def commit.Durability) (commit.Du
 // request's fault) before anything is written.
 func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker string, reps []report, level commit.Durability) {
 	if _, err := sv.activeWorker(worker); err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	ids := make([]string, len(reps))
@@ -194,7 +195,7 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 	}
 	wfs, err := sv.ledgerWorkflows(ids)
 	if err != nil {
-		writeError(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	results := make([]api.WorkerReportResult, len(reps))
@@ -216,7 +217,7 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 		for _, b := range rp.bodies() {
 			e, err := sv.reportEvent(wf, rp.fence, b)
 			if err != nil {
-				writeError(w, err)
+				httpx.WriteError(w, err)
 				return
 			}
 			events, owner = append(events, e), append(owner, i)
@@ -224,12 +225,12 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 	}
 	out := api.WorkerReportResponse{Results: knownResults(results), WriteResponse: api.WriteResponse{Durability: level.String()}}
 	if len(events) == 0 {
-		writeJSON(w, http.StatusOK, out)
+		httpx.WriteJSON(w, http.StatusOK, out)
 		return
 	}
 	res, err := sv.cfg.Writer.Submit(r.Context(), events, level)
 	if err != nil {
-		writeError(w, submitError(err, res))
+		httpx.WriteError(w, submitError(err, res))
 		return
 	}
 	for k, i := range owner {
@@ -248,7 +249,7 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 	}
 	out.Results = knownResults(results)
 	out.WriteResponse = sv.writeResponse(w, res, events[len(events)-1].HLC)
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 // knownResults drops the results without an outcome (reports acknowledged
@@ -271,7 +272,7 @@ func (sv *Server) reportEvent(wf *fsm.WorkflowState, fence uint64, b fsm.Body) (
 		return fsm.Event{}, err
 	}
 	if err := e.Validate(); err != nil {
-		ae := eventError(err).(*APIError)
+		ae := eventError(err).(*httpx.APIError)
 		ae.Message = fmt.Sprintf("workflow %s: %s", wf.ID, ae.Message)
 		return fsm.Event{}, ae
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -123,7 +124,7 @@ var probeHLC = hlc.Timestamp{WallMs: 1}
 // could never heartbeat.
 func checkWorkerID(id string) error {
 	if id == "." || id == ".." {
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: fmt.Sprintf("worker id %q cannot be a URL path segment", id), Details: map[string]any{"field": "worker_id"}}
 	}
 	e := fsm.Event{ID: fsm.EventID{1}, Type: fsm.TypeWorkerLeft, Region: "r", Node: "n", HLC: probeHLC,
@@ -131,7 +132,7 @@ func checkWorkerID(id string) error {
 	if err := e.Validate(); err != nil {
 		// A 400 even for an over-long id: it is a bad field, not a body
 		// too large.
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest,
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 			Message: fmt.Sprintf("worker id %q: %v", id, err), Details: map[string]any{"field": "worker_id"}}
 	}
 	return nil

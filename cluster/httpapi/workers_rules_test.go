@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -118,7 +119,7 @@ func TestWorkerCheckWorkerID(t *testing.T) {
 	}
 	for _, id := range []string{"", ".", "..", "a/b", "a b", "é", strings.Repeat("x", fsm.MaxNameBytes+1)} {
 		err := checkWorkerID(id)
-		ae, ok := err.(*APIError)
+		ae, ok := err.(*httpx.APIError)
 		if !ok || ae.Status != http.StatusBadRequest || ae.Details["field"] != "worker_id" {
 			t.Errorf("checkWorkerID(%q) = %v, want a 400 naming worker_id", id, err)
 		}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -28,9 +29,9 @@ func (sv *Server) handleJobWorkflows(w http.ResponseWriter, r *http.Request, c *
 		})
 	})
 	if err != nil {
-		writeError(w, readError(err))
+		httpx.WriteError(w, readError(err))
 		return
 	}
 	sv.setReadHeaders(w)
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
