@@ -1,10 +1,10 @@
 package wal
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -39,6 +39,9 @@ const (
 	// cycles the test writes one (half a record and stale bytes), so that
 	// recovery from a torn tail and the appends after it are always tested.
 	tornTailEvery = 3
+	// killDuringRecoveryEvery: every this many cycles the kill delay runs
+	// from the helper's start rather than from its opening the log.
+	killDuringRecoveryEvery = 4
 )
 
 // TestCrash_SIGKILLNeverLosesAcknowledgedRecords runs a helper process that
@@ -134,22 +137,46 @@ func runAndKill(t *testing.T, helper, dir string, run int, delay time.Duration) 
 		t.Fatal(err)
 	}
 	read := make(chan []byte, 1)
+	opened := make(chan struct{}) // closed at the helper's "O" line
 	go func() {
-		b, _ := io.ReadAll(stdout)
+		var b []byte
+		rd := bufio.NewReader(stdout)
+		for {
+			line, err := rd.ReadBytes('\n') // a killed helper's last line may be cut
+			if len(b) == 0 && bytes.HasPrefix(line, []byte("O ")) && bytes.HasSuffix(line, []byte("\n")) {
+				close(opened)
+			}
+			b = append(b, line...)
+			if err != nil {
+				break
+			}
+		}
 		read <- b
 	}()
+	// Most kills land once the helper has opened the log, however slow the
+	// machine is to start it; every killDuringRecoveryEvery-th one counts
+	// its delay from the start, so that some land while it recovers.
+	var out []byte
+	if run%killDuringRecoveryEvery != 0 {
+		select {
+		case <-opened:
+		case out = <-read:
+			cmd.Wait()
+			t.Fatalf("helper exited before it opened the log: %s\nstdout tail: %q", stderr.String(), tail(out))
+		}
+	}
 	kill := time.NewTimer(delay) // the random moment of the crash
 	select {
 	case <-kill.C:
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatalf("kill helper: %v", err)
 		}
-	case out := <-read:
+	case out = <-read:
 		// The helper ended on its own: that is a failure it reported.
 		cmd.Wait()
 		t.Fatalf("helper exited before it was killed: %s\nstdout tail: %q", stderr.String(), tail(out))
 	}
-	out := <-read
+	out = <-read
 	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
 		t.Fatalf("helper did not die by the kill: %v\n%s", err, stderr.String())
