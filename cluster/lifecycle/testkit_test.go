@@ -2,8 +2,13 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
@@ -78,4 +83,85 @@ func testConfig(global bool, region string, store Store, positions Positions, no
 // they all returned.
 func allEnded(w globalWork) globalResult {
 	return globalResult{ended: slices.Sorted(maps.Keys(w.deliver))}
+}
+
+// switchLeadership is a Leadership the test turns on and off. Its
+// Barrier fails the first failBarriers times, and takes barrierTook (a
+// virtual time inside a synctest bubble).
+type switchLeadership struct {
+	leader       atomic.Bool
+	failBarriers atomic.Int32
+	barrierTook  time.Duration
+	barriers     atomic.Int32
+}
+
+func (f *switchLeadership) IsLeader() bool { return f.leader.Load() }
+
+func (f *switchLeadership) Barrier(time.Duration) error {
+	f.barriers.Add(1)
+	time.Sleep(f.barrierTook)
+	if f.failBarriers.Add(-1) >= 0 {
+		return errors.New("barrier: not yet")
+	}
+	return nil
+}
+
+// bumpApplied is an Applied the test moves: bump is an apply.
+type bumpApplied struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBumpApplied() *bumpApplied { return &bumpApplied{ch: make(chan struct{})} }
+
+func (a *bumpApplied) Changed() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ch
+}
+
+func (a *bumpApplied) bump() {
+	a.mu.Lock()
+	close(a.ch)
+	a.ch = make(chan struct{})
+	a.mu.Unlock()
+}
+
+// logRecords is a slog.Handler that keeps each record as its message
+// and, when it has one, its err: "message: err".
+type logRecords struct {
+	mu   sync.Mutex
+	recs []string
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	s := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			s += ": " + a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.recs = append(h.recs, s)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecords) WithGroup(string) slog.Handler      { return h }
+
+// with returns the records whose message starts with prefix, in order.
+func (h *logRecords) with(prefix string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, s := range h.recs {
+		if strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
