@@ -3,13 +3,14 @@ package lifecycle
 import (
 	"testing"
 
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 )
 
 func TestChunkEvents_SplitsByCountAndBytesInOrder(t *testing.T) {
 	events := make([]fsm.Event, 2*maxPlannedPerBatch+3)
 	for i := range events {
-		events[i] = jobEvent(i + 1)
+		events[i] = testkit.JobEvent(i + 1)
 	}
 	chunks, err := chunkEvents(events)
 	if err != nil {

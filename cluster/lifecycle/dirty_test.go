@@ -11,6 +11,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/group/grouptest"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
 	"github.com/strata-ledger/strata/fsm/memstore"
@@ -138,20 +139,20 @@ func TestFSMAdapter_FeedsTheDirtySet(t *testing.T) {
 		return got
 	}
 	// One batch (ApplyEncoded), then several (Apply), one not decoding.
-	f.Apply(grouptest.Command(1, mustBatch(t, jobEvent(1), jobEvent(2), jobEvent(1))))
-	if got := take(); !slices.Equal(got.Jobs, []string{jobID(1), jobID(2)}) || got.All {
+	f.Apply(grouptest.Command(1, testkit.MustBatch(t, testkit.JobEvent(1), testkit.JobEvent(2), testkit.JobEvent(1))))
+	if got := take(); !slices.Equal(got.Jobs, []string{testkit.JobID(1), testkit.JobID(2)}) || got.All {
 		t.Fatalf("one batch: %+v", got)
 	}
-	f.Apply(grouptest.Command(2, mustBatch(t, jobEvent(3)), []byte{fsm.BatchVersion, 1, 0xff}, mustBatch(t, jobEvent(1), jobEvent(4))))
-	if got := take(); !slices.Equal(got.Jobs, []string{jobID(3), jobID(4)}) || got.All {
+	f.Apply(grouptest.Command(2, testkit.MustBatch(t, testkit.JobEvent(3)), []byte{fsm.BatchVersion, 1, 0xff}, testkit.MustBatch(t, testkit.JobEvent(1), testkit.JobEvent(4))))
+	if got := take(); !slices.Equal(got.Jobs, []string{testkit.JobID(3), testkit.JobID(4)}) || got.All {
 		t.Fatalf("many batches: %+v (the duplicate of job 1 changes nothing)", got)
 	}
 	// A replayed index applies nothing and records nothing.
-	f.Apply(grouptest.Command(2, mustBatch(t, jobEvent(5))))
+	f.Apply(grouptest.Command(2, testkit.MustBatch(t, testkit.JobEvent(5))))
 	if got := take(); len(got.Jobs) != 0 || got.All {
 		t.Fatalf("replayed index: %+v", got)
 	}
-	f.Apply(grouptest.Command(3, mustBatch(t, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeWorkerJoined,
+	f.Apply(grouptest.Command(3, testkit.MustBatch(t, fsm.Event{ID: commit.NewEventID(), Type: fsm.TypeWorkerJoined,
 		HLC: fsmtest.TS(1_700_000_000_000, 0, 1), Region: "use1", Node: "m1", Body: &fsm.WorkerJoined{Worker: "w1", Capacity: 2}})))
 	if got := take(); !got.Workers {
 		t.Fatalf("worker joined: %+v", got)

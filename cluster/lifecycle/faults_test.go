@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -88,7 +89,7 @@ func TestProposeAll_StopsAtTheFirstFailedChunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, _ := jobEvents(0, maxPlannedPerBatch+10)
+	events, _ := testkit.JobEvents(0, maxPlannedPerBatch+10)
 	if chunks, err := chunkEvents(events); err != nil || len(chunks) != 2 {
 		t.Fatalf("want the events in 2 chunks, got %d (%v)", len(chunks), err)
 	}
@@ -182,7 +183,7 @@ func TestForwarder_RetriesReadingItsPositions(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); f.run(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitUntil(t, "the failed read in the forwarder's status", func() bool {
+	testkit.WaitUntil(t, "the failed read in the forwarder's status", func() bool {
 		return strings.Contains(f.Status().LastError, "read positions")
 	})
 	select {

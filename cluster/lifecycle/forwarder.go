@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -36,24 +37,6 @@ const (
 	// tenants wait for the next mark.
 	forwardMarksPerEvent = 512
 )
-
-// forwarded reports whether a regional ledger event is one the forwarder
-// carries to the global ledger: the region's acceptance, progress,
-// cancellation acks and failure (DESIGN §4) — the job events this region
-// decided, not those the gates delivered to it.
-func forwarded(e *fsm.Event, region string) bool {
-	switch b := e.Body.(type) {
-	case *fsm.JobAccepted:
-		return b.Region == region
-	case *fsm.JobProgressReported:
-		return b.Region == region
-	case *fsm.JobCancellationAcked:
-		return b.Region == region
-	case *fsm.JobFailed:
-		return b.FailedRegion == region && e.Region == region
-	}
-	return false
-}
 
 // queued is a forwardable event and its place in its tenant's chain.
 type queued struct {
@@ -221,7 +204,7 @@ func (f *forwarder) fill() error {
 				if len(f.queue) >= forwarderQueueLimit {
 					return errFull
 				}
-				if forwarded(&se.Event, region) {
+				if plan.Forwarded(&se.Event, region) {
 					f.queue = append(f.queue, queued{tenant: tenant, seq: se.Seq, event: se.Event})
 					f.queued[tenant]++
 				}

@@ -9,6 +9,8 @@ import (
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/group/grouptest"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
+	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -90,7 +92,7 @@ func (h *incrHarness) apply(s *incrSide, events ...fsm.Event) {
 		}
 	}
 	s.index++
-	results, err := grouptest.Apply(s.f, s.index, mustBatch(h.t, events...))
+	results, err := grouptest.Apply(s.f, s.index, testkit.MustBatch(h.t, events...))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -198,7 +200,7 @@ func (h *incrHarness) forward() {
 	var out []fsm.Event
 	err := h.region.store.View(func(tx fsm.ReadTx) error {
 		return tx.ChainEvents("acme", 0, func(se *fsm.StoredEvent) error {
-			if forwarded(&se.Event, "use1") {
+			if plan.Forwarded(&se.Event, "use1") {
 				out = append(out, se.Event)
 			}
 			return nil

@@ -12,18 +12,8 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/commit"
-	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
-)
-
-// Shorter names for the shared test helpers.
-var (
-	waitUntil = testkit.WaitUntil
-	jobEvent  = testkit.JobEvent
-	jobID     = testkit.JobID
-	jobEvents = testkit.JobEvents
-	mustBatch = testkit.MustBatch
 )
 
 // Fakes of the interfaces a Lifecycle consumes, for tests that drive its

@@ -26,3 +26,22 @@ func decisionID(step string, parts ...string) fsm.EventID {
 func planned(id fsm.EventID, t fsm.EventType, s *fsm.JobState, fence uint64, body fsm.Body) fsm.Event {
 	return fsm.Event{ID: id, Type: t, JobID: s.JobID, Tenant: s.Tenant, Fence: fence, Body: body}
 }
+
+// Forwarded reports whether a regional ledger event is one the forwarder
+// carries to the global ledger: the region's acceptance, progress,
+// cancellation acks and failure (DESIGN §4) — the job events this region
+// decided, not those the gates delivered to it. The forwarder and the
+// simulation of the planners share this one rule.
+func Forwarded(e *fsm.Event, region string) bool {
+	switch b := e.Body.(type) {
+	case *fsm.JobAccepted:
+		return b.Region == region
+	case *fsm.JobProgressReported:
+		return b.Region == region
+	case *fsm.JobCancellationAcked:
+		return b.Region == region
+	case *fsm.JobFailed:
+		return b.FailedRegion == region && e.Region == region
+	}
+	return false
+}

@@ -164,7 +164,7 @@ func (s *lifecycleSim) forward(l *fsm.Ledger, region string) {
 	err := s.stores[l].View(func(tx fsm.ReadTx) error {
 		return tx.ChainHeads(func(tenant string, _ fsm.ChainHead) error {
 			return tx.ChainEvents(tenant, 0, func(se *fsm.StoredEvent) error {
-				if forwarded(&se.Event, region) {
+				if Forwarded(&se.Event, region) {
 					out = append(out, se.Event)
 				}
 				return nil
@@ -211,24 +211,6 @@ func (s *lifecycleSim) runUntil(jobID string, want fsm.JobStatus) *fsm.JobState 
 	}
 	s.t.Fatalf("job %s: %s after 20 rounds, want %s", jobID, s.job(s.global, jobID).Status, want)
 	return nil
-}
-
-// forwarded copies the forwarder's rule (forwarded in cluster/forwarder.go,
-// unexported in a package that imports this one): the regional events the
-// global ledger needs are the region's own acceptance, progress,
-// acknowledgement and failure.
-func forwarded(e *fsm.Event, region string) bool {
-	switch b := e.Body.(type) {
-	case *fsm.JobAccepted:
-		return b.Region == region
-	case *fsm.JobProgressReported:
-		return b.Region == region
-	case *fsm.JobCancellationAcked:
-		return b.Region == region
-	case *fsm.JobFailed:
-		return b.FailedRegion == region && e.Region == region
-	}
-	return false
 }
 
 // randomEventID is the id of an event the sim makes up as a client or a
