@@ -66,10 +66,9 @@ type NodeOptions struct {
 // (cluster/DESIGN.md).
 type Node struct {
 	cfg     NodeConfig
+	role    roleParts // what the role decides, chosen once
 	opts    NodeOptions
 	log     *slog.Logger
-	tier    commit.Durability
-	group   string // "global" or the region code: session tokens, metrics
 	reg     *prometheus.Registry
 	auth    *auth.Authenticator
 	clock   *hlc.Clock
@@ -101,6 +100,24 @@ type Node struct {
 	closeErr error
 }
 
+// roleParts is everything a node's role decides, chosen once here: a gate
+// runs the global group (WAN timings, GLOBAL tier), makes job ids and
+// joins the WAN pool; a manager runs its region's group (LAN timings,
+// REGIONAL tier).
+type roleParts struct {
+	gate  bool
+	tier  commit.Durability
+	group string // the group's name: session tokens, deliveries, metrics
+	kind  group.Kind
+}
+
+func roleOf(cfg NodeConfig) roleParts {
+	if cfg.Role == RoleGate {
+		return roleParts{gate: true, tier: commit.DurabilityGlobal, group: GlobalGroup, kind: group.Global}
+	}
+	return roleParts{tier: commit.DurabilityRegional, group: cfg.Region, kind: group.Regional}
+}
+
 // StartNode opens everything under cfg.DataDir, starts Raft, gossip and the
 // HTTP API, and returns. Bootstrap (first start) and NodeWAL recovery run in
 // the background; /readyz says when the node serves.
@@ -119,10 +136,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	}
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.NodeID), reg: prometheus.NewRegistry()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.tier, n.group = commit.DurabilityRegional, cfg.Region
-	if cfg.Role == RoleGate {
-		n.tier, n.group = commit.DurabilityGlobal, GlobalGroup
-	}
+	n.role = roleOf(cfg)
 	empty := map[string]string{}
 	n.regions.Store(&empty)
 	defer func() {
@@ -197,7 +211,7 @@ func (n *Node) openClockAndLedger() error {
 	if n.life, err = n.newLifecycle(); err != nil {
 		return err
 	}
-	if n.cfg.Role == RoleGate {
+	if n.role.gate {
 		n.jobIDs, err = fsm.NewJobIDGenerator(fsm.JobIDConfig{Region: n.cfg.Region, Gate: gateName(n.cfg.NodeID), Clock: n.clock.Now})
 	}
 	return err
@@ -238,11 +252,7 @@ func (n *Node) openRaft() error {
 		layer.Close()
 		return err
 	}
-	kind := group.Regional
-	if n.cfg.Role == RoleGate {
-		kind = group.Global
-	}
-	n.raft, err = group.Open(group.Config{NodeID: n.cfg.NodeID, Kind: kind, Dir: filepath.Join(n.cfg.DataDir, "raft"),
+	n.raft, err = group.Open(group.Config{NodeID: n.cfg.NodeID, Kind: n.role.kind, Dir: filepath.Join(n.cfg.DataDir, "raft"),
 		FSM: lf, Stream: stream, LogSink: slogWriter{n.log.With("component", "raft")}})
 	if err != nil {
 		layer.Close()
@@ -263,14 +273,14 @@ func (n *Node) openPipeline() error {
 	if n.prop, err = group.NewProposer(n.raft.Raft, group.ProposerConfig{Registerer: n.reg}); err != nil {
 		return err
 	}
-	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.group,
+	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.role.group,
 		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.cfg.HTTPAddr, Faults: n.faults, Members: n.members,
 		Proposer: n.prop, Registerer: n.reg})
 	if err != nil {
 		return err
 	}
 	n.bg.Go(func() { n.peers.Run(n.ctx) })
-	n.pipe, err = commit.NewPipeline(commit.PipelineConfig{Tier: n.tier, WAL: n.wal, Committer: n.prop,
+	n.pipe, err = commit.NewPipeline(commit.PipelineConfig{Tier: n.role.tier, WAL: n.wal, Committer: n.prop,
 		Forwarder: n.peers, OnFatal: n.onFatal, Logger: n.log, Registerer: n.reg})
 	if err != nil {
 		return err
@@ -286,7 +296,7 @@ func (n *Node) watchLeader() { n.raft.WatchLeader(n.ctx, n.pipe.LeaderChanged) }
 func (n *Node) startMembership() error {
 	var wanAddr string
 	var wanSeeds []string
-	if n.cfg.Role == RoleGate {
+	if n.role.gate {
 		wanAddr, wanSeeds = n.cfg.GossipWANAddr, n.cfg.JoinWAN
 	}
 	mc := members.Config{
@@ -329,7 +339,7 @@ func (n *Node) bootstrap() {
 			n.log.Error("bootstrap failed", "err", err)
 			return
 		}
-		n.log.Info("bootstrapped raft group", "group", n.group, "servers", len(servers))
+		n.log.Info("bootstrapped raft group", "group", n.role.group, "servers", len(servers))
 		return
 	}
 }
@@ -502,7 +512,7 @@ func (n *Node) listenHTTP() error {
 func (n *Node) startAPI() error {
 	var err error
 	n.api, err = httpapi.New(httpapi.Config{
-		NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.group, Tier: n.tier,
+		NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.role.group, Tier: n.role.tier,
 		MaxStaleness: n.cfg.MaxStaleness, SessionWait: n.cfg.SessionWait, WorkerAckWindow: n.cfg.WorkerAckWindow,
 		EnableFaultInjection: n.cfg.EnableFaultInjection,
 		Auth:                 n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,

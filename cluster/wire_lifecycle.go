@@ -16,7 +16,7 @@ import (
 func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
 	w := lifecycleWiring{n}
 	return lifecycle.New(lifecycle.Config{
-		NodeID: n.cfg.NodeID, Region: n.cfg.Region, Global: n.cfg.Role == RoleGate, Group: n.group, GlobalGroup: GlobalGroup,
+		NodeID: n.cfg.NodeID, Region: n.cfg.Region, Global: n.role.gate, Group: n.role.group, GlobalGroup: GlobalGroup,
 		Store: n.store, Positions: n.ledger, Submitter: w, Deliverer: w, Leadership: w, Applied: n.applied,
 		Stamper: n.stamper, Now: time.Now, Logger: n.log, Registerer: n.reg,
 		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,
@@ -35,7 +35,7 @@ var (
 )
 
 func (w lifecycleWiring) Submit(ctx context.Context, events []fsm.Event) ([]fsm.Result, error) {
-	res, err := w.n.pipe.Submit(ctx, events, w.n.tier)
+	res, err := w.n.pipe.Submit(ctx, events, w.n.role.tier)
 	return res.Results, err
 }
 

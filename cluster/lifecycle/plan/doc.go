@@ -1,6 +1,6 @@
 // Package plan holds the pure planners of the job lifecycle (cluster's
 // DESIGN.md, "Job lifecycle"; DESIGN §4): replicated state in, events out.
-// The reconciler loops of package cluster run them on group leaders and
+// The reconcilers of package lifecycle run them on group leaders and
 // propose what they return.
 //
 //   - [Global], the global planner: for one job, the regions its
