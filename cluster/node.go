@@ -38,8 +38,6 @@ const (
 	// drainTimeout bounds a graceful stop: leadership transfer, in-flight
 	// HTTP requests, the pipeline.
 	drainTimeout = 10 * time.Second
-	// httpReadHeaderTimeout bounds a client's request headers.
-	httpReadHeaderTimeout = 10 * time.Second
 	// bootstrapRetry is the pause between two waits for bootstrap peers.
 	bootstrapRetry = time.Second
 )

@@ -328,7 +328,7 @@ func TestPipeline_WatermarkIsCheckpointedWithinTheIntervalAndNoEarlier(t *testin
 		if got := p.Watermark(); got != lsns[3] {
 			t.Fatalf("watermark %d, want %d", got, lsns[3])
 		}
-		time.Sleep(flushed.Add(interval).Sub(time.Now()) - time.Nanosecond)
+		time.Sleep(time.Until(flushed.Add(interval)) - time.Nanosecond)
 		checkpoint("a nanosecond before the interval ends", lsns[2])
 		time.Sleep(time.Nanosecond)
 		checkpoint("when the interval ends", lsns[3])
