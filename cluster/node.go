@@ -210,7 +210,7 @@ func (n *Node) openClockAndLedger() error {
 		return err
 	}
 	if n.role.gate {
-		n.jobIDs, err = fsm.NewJobIDGenerator(fsm.JobIDConfig{Region: n.cfg.Region, Gate: gateName(n.cfg.NodeID), Clock: n.clock.Now})
+		n.jobIDs, err = fsm.NewJobIDGenerator(fsm.JobIDConfig{Region: n.cfg.Region, Gate: gateName(n.cfg.NodeID), Clock: n.stamper.Now})
 	}
 	return err
 }

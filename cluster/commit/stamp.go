@@ -40,6 +40,13 @@ func NewEventID() fsm.EventID {
 // job's creation, which takes its id and HLC together).
 func (s *Stamper) Now() (hlc.Timestamp, error) { return s.clock.Now() }
 
+// Created stamps a job's JobCreated: this node and region, and ts, the
+// HLC its job id was made with (a JobIDGenerator over Now), so the id and
+// the event agree on when the job was created.
+func (s *Stamper) Created(e *fsm.Event, ts hlc.Timestamp) {
+	e.HLC, e.Node, e.Region = ts, s.node, s.region
+}
+
 // Own stamps an event this node originates: a fresh id, this node, a new
 // HLC, and this node's region unless e names one.
 func (s *Stamper) Own(e *fsm.Event) error {

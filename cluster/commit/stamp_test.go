@@ -60,3 +60,17 @@ func TestStamper_OwnReceivedPlanned(t *testing.T) {
 		t.Fatalf("planned: %+v", planned)
 	}
 }
+
+func TestStamper_CreatedKeepsTheJobIDsHLC(t *testing.T) {
+	wall := int64(1_700_000_000_000)
+	s := testStamper(t, &wall)
+	ts, err := s.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := fsm.Event{Node: "other", Region: "euw1"}
+	s.Created(&e, ts)
+	if e.HLC != ts || e.Node != "m1" || e.Region != "use1" {
+		t.Fatalf("created: %+v", e)
+	}
+}

@@ -59,8 +59,9 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	if err != nil {
 		return Submitted{}, err
 	}
-	e := fsm.Event{ID: eventID, Type: fsm.TypeJobCreated, JobID: jobID, Tenant: spec.Tenant, Region: j.cfg.Region,
-		Node: j.cfg.NodeID, HLC: ts, Fence: 1, Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}}
+	e := fsm.Event{ID: eventID, Type: fsm.TypeJobCreated, JobID: jobID, Tenant: spec.Tenant, Fence: 1,
+		Body: &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}}
+	j.cfg.Stamper.Created(&e, ts)
 	if err := e.Validate(); err != nil {
 		return Submitted{}, eventError(err)
 	}
