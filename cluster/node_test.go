@@ -331,14 +331,23 @@ func TestNode_OperatorCalls(t *testing.T) {
 		t.Fatalf("members: %+v", ml)
 	}
 
-	// Transfer leadership from any node: the call reaches the leader.
-	old := c.leader(RoleManager)
-	r := c.call(c.followers(RoleManager)[0], "POST", "/v1/cluster/raft/transfer-leadership", testAdminToken, nil)
-	var op api.OperatorResponse
-	r.decode(t, &op)
-	if r.status != http.StatusOK || op.Leader == old || op.Leader == "" {
-		t.Fatalf("transfer: %d %s (old leader %s)", r.status, r.body, old)
-	}
+	// Transfer leadership from any node: the call reaches the leader. An
+	// election of its own between reading the leader and the call (a
+	// loaded machine) answers 503 "no leader is known": try again.
+	var r reply
+	c.waitFor("a transfer from a follower moves leadership", func() bool {
+		old := c.leader(RoleManager)
+		r = c.call(c.followers(RoleManager)[0], "POST", "/v1/cluster/raft/transfer-leadership", testAdminToken, nil)
+		if r.status == http.StatusServiceUnavailable {
+			return false
+		}
+		var op api.OperatorResponse
+		r.decode(t, &op)
+		if r.status != http.StatusOK || op.Leader == old || op.Leader == "" {
+			t.Fatalf("transfer: %d %s (old leader %s)", r.status, r.body, old)
+		}
+		return true
+	})
 
 	// Remove a stopped manager, then let it back in with its data.
 	victim := c.followers(RoleManager)[0]
