@@ -2,45 +2,17 @@ package wal
 
 import (
 	"bytes"
-	"encoding/hex"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/internal/golden"
 )
 
 // goldenBytes returns the bytes of the golden block marked name in
-// FORMAT.md: every line of the fenced block after "<!-- golden:name -->"
-// starts with hex byte pairs, followed by a label and a comment.
-func goldenBytes(t *testing.T, name string) []byte {
-	t.Helper()
-	doc, err := os.ReadFile("FORMAT.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(doc), "<!-- golden:"+name+" -->\n```\n")
-	if !ok {
-		t.Fatalf("FORMAT.md has no golden block %q", name)
-	}
-	block, _, ok := strings.Cut(rest, "```")
-	if !ok {
-		t.Fatalf("golden block %q is not closed", name)
-	}
-	pair := regexp.MustCompile(`^[0-9a-f]{2}$`)
-	var out []byte
-	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
-		for _, tok := range strings.Fields(line) {
-			if !pair.MatchString(tok) {
-				break
-			}
-			b, _ := hex.DecodeString(tok)
-			out = append(out, b...)
-		}
-	}
-	return out
-}
+// FORMAT.md (internal/golden).
+func goldenBytes(t *testing.T, name string) []byte { return golden.Bytes(t, "FORMAT.md", name) }
 
 func TestFormat_GoldenRecordMatchesFORMAT(t *testing.T) {
 	rec := Record{Type: 3, HLC: hlc.Timestamp{WallMs: 1704931200000, Logical: 7, Node: 42}, Payload: []byte("hello")}

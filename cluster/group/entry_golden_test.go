@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
+	"github.com/strata-ledger/strata/internal/golden"
 )
 
 // goldenEntryBatches are the two batches of the golden entry of FORMAT.md:
@@ -60,31 +61,8 @@ func readFormat(t *testing.T) string {
 }
 
 // goldenEntryBytes returns the bytes of the golden block marked name in
-// FORMAT.md: every line of the fenced block after "<!-- golden:name -->"
-// starts with hex byte pairs, followed by a label and a comment.
-func goldenEntryBytes(t *testing.T, name string) []byte {
-	t.Helper()
-	_, rest, ok := strings.Cut(readFormat(t), "<!-- golden:"+name+" -->\n```\n")
-	if !ok {
-		t.Fatalf("FORMAT.md has no golden block %q", name)
-	}
-	block, _, ok := strings.Cut(rest, "```")
-	if !ok {
-		t.Fatalf("golden block %q is not closed", name)
-	}
-	pair := regexp.MustCompile(`^[0-9a-f]{2}$`)
-	var out []byte
-	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
-		for _, tok := range strings.Fields(line) {
-			if !pair.MatchString(tok) {
-				break
-			}
-			b, _ := hex.DecodeString(tok)
-			out = append(out, b...)
-		}
-	}
-	return out
-}
+// FORMAT.md (internal/golden).
+func goldenEntryBytes(t *testing.T, name string) []byte { return golden.Bytes(t, "FORMAT.md", name) }
 
 func TestEntryFormat_GoldenEntryMatchesFORMAT(t *testing.T) {
 	want := goldenEntryBytes(t, "entry")

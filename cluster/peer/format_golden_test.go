@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/internal/golden"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -63,14 +64,7 @@ func formatDoc(t *testing.T) string {
 // FORMAT.md, compacted.
 func goldenJSON(t *testing.T, name string) string {
 	t.Helper()
-	_, rest, ok := strings.Cut(formatDoc(t), "<!-- golden:"+name+" -->\n```json\n")
-	if !ok {
-		t.Fatalf("FORMAT.md has no golden block %q", name)
-	}
-	block, _, ok := strings.Cut(rest, "```")
-	if !ok {
-		t.Fatalf("golden block %q is not closed", name)
-	}
+	block := golden.Block(t, "FORMAT.md", name, "json")
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, []byte(block)); err != nil {
 		t.Fatalf("golden block %q: %v", name, err)
