@@ -129,6 +129,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if opts.Version == "" {
 		opts.Version = "(devel)"
 	}
+	opts.Version = gossip.FitVersion(opts.Version)
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -214,4 +215,23 @@ func MetaOf(n *memberlist.Node) (Meta, error) {
 		return Meta{}, fmt.Errorf("metadata of node %s: %w", n.Name, err)
 	}
 	return m, nil
+}
+
+// FitVersion shortens a build's version to the MaxVersionBytes a member's
+// metadata carries. A Go pseudo-version of a clean or modified checkout
+// (v0.0.0-20261125112826-5c8e7a6424a7+dirty, 34 to 40 bytes) keeps its
+// base and revision (v0.0.0-5c8e7a6424a7+dirty); anything else longer is
+// cut. Without it, a binary built from a clean checkout by plain go build
+// (which stamps that pseudo-version) could not join its pools.
+func FitVersion(v string) string {
+	if len(v) <= MaxVersionBytes {
+		return v
+	}
+	base, rest, ok := strings.Cut(v, "-")
+	if stamp, rev, ok2 := strings.Cut(rest, "-"); ok && ok2 && len(stamp) == 14 {
+		if short := base + "-" + rev; len(short) <= MaxVersionBytes {
+			return short
+		}
+	}
+	return v[:MaxVersionBytes]
 }

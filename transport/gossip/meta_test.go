@@ -270,3 +270,24 @@ func FuzzDecodeMeta(f *testing.F) {
 		}
 	})
 }
+
+func TestFitVersion(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"v1.2.3", "v1.2.3"},
+		{"(devel)", "(devel)"},
+		{"v0.0.0-20261125112826-5c8e7a6424a7", "v0.0.0-5c8e7a6424a7"},
+		{"v0.0.0-20261125112826-5c8e7a6424a7+dirty", "v0.0.0-5c8e7a6424a7+dirty"},
+		{strings.Repeat("x", 40), strings.Repeat("x", MaxVersionBytes)},
+	}
+	for _, tt := range tests {
+		got := FitVersion(tt.in)
+		if got != tt.want {
+			t.Errorf("FitVersion(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		m := validMeta()
+		m.Version = got
+		if err := m.Validate(); err != nil {
+			t.Errorf("FitVersion(%q) = %q does not validate: %v", tt.in, got, err)
+		}
+	}
+}
