@@ -104,9 +104,8 @@ func NewAuthenticator(tokens []TokenConfig) (*Authenticator, error) {
 
 // Authenticate resolves the request's bearer token.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || tok == "" {
+	tok, ok := bearer(r)
+	if !ok {
 		return Principal{}, ErrUnauthenticated
 	}
 	// The lookup is keyed by the digest, never the secret, so its timing
@@ -134,6 +133,18 @@ func NewBootstrapToken() (TokenConfig, error) {
 
 // PeerTokenOK checks the internal API (node-to-node calls)'s bearer token in constant time.
 func PeerTokenOK(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got, ok := bearer(r)
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// bearer returns the token of r's "Authorization: Bearer <token>" header.
+// The scheme is case-insensitive (RFC 9110 §11.1), so "bearer" and
+// "BEARER" work as "Bearer" does.
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
 }

@@ -31,6 +31,11 @@ func TestAuthenticator_ScopesAndTenants(t *testing.T) {
 		{"writer writes own tenant", "Bearer writer-acme-0123456789", ScopeJobsWrite, "acme", nil},
 		{"writer is no operator", "Bearer writer-acme-0123456789", ScopeOperator, "acme", ErrForbidden},
 		{"operator does everything", "Bearer operator-all-012345678", ScopeJobsWrite, "globex", nil},
+		// Finding 10 of issue 17: the scheme is case-insensitive (RFC 9110 §11.1).
+		{"lower-case scheme", "bearer reader-acme-0123456789", ScopeJobsRead, "acme", nil},
+		{"upper-case scheme", "BEARER reader-acme-0123456789", ScopeJobsRead, "acme", nil},
+		{"scheme without token", "Bearer ", ScopeJobsRead, "acme", ErrUnauthenticated},
+		{"token without scheme", "reader-acme-0123456789", ScopeJobsRead, "acme", ErrUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,5 +91,23 @@ func TestNewBootstrapToken_IsUsableOperatorToken(t *testing.T) {
 	p, err := a.Authenticate(r)
 	if err != nil || !p.Allows(ScopeOperator, "any") {
 		t.Fatalf("bootstrap token: %+v, %v", p, err)
+	}
+}
+
+func TestPeerTokenOK_SchemeIsCaseInsensitive(t *testing.T) {
+	const tok = "cluster-token-0123456789"
+	for _, h := range []string{"Bearer " + tok, "bearer " + tok, "BeArEr " + tok} {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.Header.Set("Authorization", h)
+		if !PeerTokenOK(r, tok) {
+			t.Errorf("%q refused", h)
+		}
+	}
+	for _, h := range []string{"", "Bearer", "Bearer x" + tok, "Basic " + tok, tok} {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.Header.Set("Authorization", h)
+		if PeerTokenOK(r, tok) {
+			t.Errorf("%q accepted", h)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/auth"
@@ -65,5 +66,15 @@ func TestAccessCheck(t *testing.T) {
 				t.Fatalf("got %v, want status %d", err, tt.status)
 			}
 		})
+	}
+}
+
+// Finding 4 of issue 17: a metric label never carries a client's method.
+func TestMethodLabel_FixedSet(t *testing.T) {
+	for m, want := range map[string]string{"GET": "GET", "POST": "POST", "DELETE": "DELETE", "get": "other",
+		"PROPFIND": "other", strings.Repeat("M", 1<<20): "other"} {
+		if got := methodLabel(m); got != want {
+			t.Errorf("methodLabel(%.20q) = %q, want %q", m, got, want)
+		}
 	}
 }

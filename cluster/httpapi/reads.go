@@ -180,7 +180,7 @@ func (sv *Server) forwardToRole(w http.ResponseWriter, r *http.Request, body []b
 // proxy forwards r to addr and copies the answer back. A request already
 // forwarded maxForwardHops times, or through this node, is refused.
 func (sv *Server) proxy(w http.ResponseWriter, r *http.Request, addr string, body []byte) {
-	hops := r.Header.Values(api.HeaderForwardedBy)
+	hops := sv.hops(r)
 	if len(hops) >= maxForwardHops || slices.Contains(hops, sv.cfg.NodeID) {
 		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s cannot serve this request and it was already forwarded by %s", sv.cfg.NodeID, strings.Join(hops, ", "))})
@@ -196,10 +196,7 @@ func (sv *Server) proxy(w http.ResponseWriter, r *http.Request, addr string, bod
 			req.Header.Set(h, v)
 		}
 	}
-	for _, h := range hops {
-		req.Header.Add(api.HeaderForwardedBy, h)
-	}
-	req.Header.Add(api.HeaderForwardedBy, sv.cfg.NodeID)
+	sv.setHops(req, hops)
 	resp, err := sv.cfg.Peers.HTTPClient().Do(req)
 	if err != nil {
 		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,

@@ -37,7 +37,7 @@ func (rt route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(allowed)
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
 	httpx.WriteError(w, &httpx.APIError{Status: http.StatusMethodNotAllowed, Code: httpx.CodeBadRequest,
-		Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allowed, ", "))})
+		Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", methodLabel(r.Method), r.URL.Path, strings.Join(allowed, ", "))})
 }
 
 func (sv *Server) routes() http.Handler {
@@ -77,8 +77,9 @@ func (sv *Server) routes() http.Handler {
 	handle("/v1/workers/{id}/complete", route{"POST": g(worker, sv.handleCompleteWorkflow)})
 	handle("/v1/workers/{id}/fail", route{"POST": g(worker, sv.handleFailWorkflow)})
 
-	handle("/v1/cluster/members", route{"GET": g(token, sv.handleMembers)})
-	handle("/v1/cluster/raft", route{"GET": g(token, sv.handleRaft)})
+	// Cluster internals (addresses, configuration) are the operators'.
+	handle("/v1/cluster/members", route{"GET": g(operator, sv.handleMembers)})
+	handle("/v1/cluster/raft", route{"GET": g(operator, sv.handleRaft)})
 	// Membership changes are validated here and forwarded to the leader.
 	handle("/v1/cluster/raft/join", route{"POST": g(operator, sv.handleJoin)})
 	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": g(operator, sv.handleRemovePeer)})
@@ -147,6 +148,18 @@ func (s *statusWriter) Flush() {
 	}
 }
 
+// methodLabel is a request's method as a metric label: one of a fixed
+// set, so no client can grow the metrics with methods of its own (a
+// megabyte-long method became a label, and stayed in memory, before).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
 func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -161,7 +174,7 @@ func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 					httpx.WriteError(sw, &httpx.APIError{Status: http.StatusInternalServerError, Code: httpx.CodeInternal, Message: "internal error"})
 				}
 			}
-			sv.metrics.requests.WithLabelValues(routeName, r.Method, strconv.Itoa(sw.status)).Inc()
+			sv.metrics.requests.WithLabelValues(routeName, methodLabel(r.Method), strconv.Itoa(sw.status)).Inc()
 			sv.metrics.seconds.WithLabelValues(routeName).Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(sw, r)

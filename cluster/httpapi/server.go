@@ -126,6 +126,9 @@ type Config struct {
 	MaxStaleness    time.Duration // default of bounded reads
 	SessionWait     time.Duration // how long a session read waits
 	WorkerAckWindow time.Duration // told to workers at registration
+	// ClusterToken authenticates the hops of calls nodes forward to each
+	// other (hops.go).
+	ClusterToken string
 	// EnableFaultInjection serves /v1/debug/faults (operator only).
 	EnableFaultInjection bool
 
@@ -166,7 +169,7 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Auth == nil || cfg.Ledger == nil || cfg.Store == nil || cfg.Applied == nil || cfg.Writer == nil ||
 		cfg.Consensus == nil || cfg.Members == nil || cfg.Peers == nil || cfg.Workers == nil || cfg.WAL == nil ||
-		cfg.Stamper == nil || cfg.Faults == nil || cfg.Registry == nil {
+		cfg.Stamper == nil || cfg.ClusterToken == "" || cfg.Faults == nil || cfg.Registry == nil {
 		return nil, errors.New("cluster: httpapi: a required dependency is missing")
 	}
 	if cfg.Logger == nil {

@@ -249,7 +249,7 @@ func appendSSE(b []byte, event, id string, data []byte) []byte {
 // and relays the stream as it comes (proxy buffers through a client
 // with a whole-call timeout, which would cut a stream).
 func (sv *Server) relayWatch(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	hops := r.Header.Values(api.HeaderForwardedBy)
+	hops := sv.hops(r)
 	if len(hops) >= maxForwardHops || slices.Contains(hops, sv.cfg.NodeID) {
 		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
 			Message: fmt.Sprintf("node %s cannot serve this watch and it was already forwarded by %s", sv.cfg.NodeID, strings.Join(hops, ", "))})
@@ -291,10 +291,7 @@ func (sv *Server) openWatch(ctx context.Context, r *http.Request, addr string, h
 			req.Header.Set(h, v)
 		}
 	}
-	for _, h := range hops {
-		req.Header.Add(api.HeaderForwardedBy, h)
-	}
-	req.Header.Add(api.HeaderForwardedBy, sv.cfg.NodeID)
+	sv.setHops(req, hops)
 	headers := time.AfterFunc(peer.CallTimeout, cancel)
 	resp, err := (&http.Client{Transport: sv.cfg.Peers.HTTPClient().Transport}).Do(req)
 	if err != nil || !headers.Stop() {

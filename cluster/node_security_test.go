@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
+)
+
+// Regression tests of issue 17's findings that the restructured API
+// closes (subnet 246); each is named after its finding.
+
+// Finding 4: a method string never becomes a metric label, so requests
+// with huge methods and no token leave the heap where it was.
+func TestFinding4_HugeMethodsDoNotGrowTheHeapOrTheMetrics(t *testing.T) {
+	c := startTestCluster(t, 246)
+	n := c.node("m1")
+	method := strings.Repeat("M", 256<<10)
+	sent := 0 // every method differs, as a label each would
+	send := func(count int) {
+		for range count {
+			sent++
+			req, err := http.NewRequest(method+strconv.Itoa(sent), "http://"+c.cfg("m1").HTTPAddr+"/v1/jobs", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	send(4) // warm up whatever the first requests allocate once
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	send(60) // 15 MiB of methods
+	after := heap()
+	if after > before+5<<20 {
+		t.Fatalf("heap grew %d KiB after 60 requests with 256 KiB methods", (after-before)>>10)
+	}
+	families, err := n.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "strata_http_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "method" && len(l.GetValue()) > len("OPTIONS") {
+					t.Fatalf("method label %.40q…", l.GetValue())
+				}
+			}
+		}
+	}
+}
+
+// Finding 7: cluster internals (members with their addresses, the Raft
+// configuration) are for operators, not for every tenant token.
+func TestFinding7_ClusterInternalsNeedTheOperatorScope(t *testing.T) {
+	c := startTestCluster(t, 247)
+	for _, path := range []string{"/v1/cluster/members", "/v1/cluster/raft"} {
+		r := c.call("g1", "GET", path, testAcmeToken, nil)
+		if r.status != http.StatusForbidden || r.apiError(t).Code != httpx.CodeForbidden {
+			t.Errorf("%s with a tenant token: %d %s", path, r.status, r.body)
+		}
+		if r := c.call("g1", "GET", path, testAdminToken, nil); r.status != http.StatusOK {
+			t.Errorf("%s with an operator token: %d %s", path, r.status, r.body)
+		}
+	}
+}
+
+// Finding 10: a client's own Strata-Forwarded-By headers are ignored, not
+// obeyed: a job read on a manager, which forwards it to a gate, is served
+// even when the client claims the manager forwarded it already (a 503
+// "already forwarded" before). The hops nodes add are authenticated with
+// the cluster token.
+func TestFinding10_ClientForwardedByHeadersAreIgnored(t *testing.T) {
+	c := startTestCluster(t, 248)
+	r := c.submitJob("g1", "", "")
+	if r.status != http.StatusCreated {
+		t.Fatalf("submit: %d %s", r.status, r.body)
+	}
+	var sub struct {
+		JobID string `json:"job_id"`
+	}
+	r.decode(t, &sub)
+	got := c.call("m1", "GET", "/v1/jobs/"+sub.JobID, testAcmeToken, nil,
+		"Strata-Forwarded-By", "m1")
+	if got.status != http.StatusOK {
+		t.Fatalf("read with forged hops: %d %s", got.status, got.body)
+	}
+}
