@@ -354,8 +354,13 @@ func (c *Cluster) WaitReady(ctx context.Context, id string) error {
 	defer tick.Stop()
 	var last error
 	for {
-		if last = c.ready(ctx, url); last == nil {
+		err := c.ready(ctx, url)
+		if err == nil {
 			return nil
+		}
+		// A poll cut by ctx itself says nothing new: keep the answer before.
+		if last == nil || ctx.Err() == nil {
+			last = err
 		}
 		select {
 		case <-p.done:
