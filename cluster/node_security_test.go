@@ -1,12 +1,18 @@
 package cluster
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 )
 
@@ -99,5 +105,58 @@ func TestFinding10_ClientForwardedByHeadersAreIgnored(t *testing.T) {
 		"Strata-Forwarded-By", "m1")
 	if got.status != http.StatusOK {
 		t.Fatalf("read with forged hops: %d %s", got.status, got.body)
+	}
+}
+
+// Finding 5: request headers are bounded (431 beyond MaxHeaderBytes), and
+// clients trickling headers a byte at a time do not keep the node from
+// serving others.
+func TestFinding5_HeaderLimitAndSlowClients(t *testing.T) {
+	c := startTestCluster(t, 249)
+	// The node answers 431 and closes the connection: the client sees the
+	// answer, or a reset if it was still sending the header.
+	big := httpapi.MaxHeaderBytes + 8<<10 // net/http allows 4 KiB over the limit
+	req, _ := http.NewRequest("GET", "http://"+c.cfg("g1").HTTPAddr+"/v1/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+testAcmeToken)
+	req.Header.Set("X-Big", strings.Repeat("b", big))
+	resp, err := c.http.Do(req)
+	switch {
+	case err == nil:
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("a %d-byte header: %d", big, resp.StatusCode)
+		}
+	case !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE):
+		t.Fatalf("a %d-byte header: %v", big, err)
+	}
+	const slow = 200
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range slow {
+		conn, err := net.Dial("tcp", c.cfg("g1").HTTPAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			defer conn.Close()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for _, b := range []byte("GET /livez HTTP/1.1\r\nHost: x\r\n") {
+				if _, err := conn.Write([]byte{b}); err != nil {
+					return
+				}
+				select {
+				case <-tick.C:
+				case <-stop:
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for range 20 {
+		if r := c.call("g1", "GET", "/v1/jobs?tenant=acme&consistency=eventual", testAcmeToken, nil); r.status != http.StatusOK {
+			t.Fatalf("a client among %d slow ones: %d %s", slow, r.status, r.body)
+		}
 	}
 }

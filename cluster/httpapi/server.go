@@ -46,8 +46,19 @@ import (
 	"github.com/strata-ledger/strata/wal"
 )
 
-// readHeaderTimeout bounds a client's request headers.
-const readHeaderTimeout = 10 * time.Second
+// Server limits (DESIGN §13): a slow or idle client holds a socket and a
+// goroutine only so long, and never more than MaxConnections at once.
+const (
+	// readHeaderTimeout bounds a client's request headers.
+	readHeaderTimeout = 10 * time.Second
+	// idleTimeout closes a keep-alive connection with no request.
+	idleTimeout = 2 * time.Minute
+	// MaxHeaderBytes bounds a request's line and headers (431 beyond).
+	MaxHeaderBytes = 64 << 10
+	// MaxConnections bounds the connections one listener serves at once;
+	// a connection beyond waits in the kernel's backlog until one closes.
+	MaxConnections = 4096
+)
 
 // Writer submits events at a durability level (the commit pipeline).
 type Writer interface {
@@ -182,13 +193,16 @@ func New(cfg Config) (*Server, error) {
 		metrics: newHTTPMetrics(cfg.Registry)}
 	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries)}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
-	sv.srv = &http.Server{Handler: sv.routes(), ReadHeaderTimeout: readHeaderTimeout}
+	sv.srv = &http.Server{Handler: sv.routes(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes}
 	sv.srv.RegisterOnShutdown(sv.cancel)
 	return sv, nil
 }
 
-// Serve serves the API on ln in the background.
+// Serve serves the API on ln in the background, at most MaxConnections
+// connections at once.
 func (sv *Server) Serve(ln net.Listener) {
+	ln = limitListener(ln, MaxConnections)
 	go func() {
 		if err := sv.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			sv.log.Error("http server stopped", "err", err)
