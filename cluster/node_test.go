@@ -237,6 +237,7 @@ func TestNode_SessionReadsSeeOwnWritesOnEveryNode(t *testing.T) {
 }
 
 func TestNode_StrongReadOnPartitionedLeaderIsNeverStale(t *testing.T) {
+	t.Parallel() // it mostly waits out Raft and gossip timeouts, on its own subnet
 	c := startTestCluster(t, 235)
 	r := c.submitJob("g1", "", "")
 	var sub api.SubmitJobResponse
@@ -284,6 +285,7 @@ func TestNode_StrongReadOnPartitionedLeaderIsNeverStale(t *testing.T) {
 }
 
 func TestNode_BoundedReadOnAStaleFollowerForwardsOrRefuses(t *testing.T) {
+	t.Parallel() // it mostly waits out Raft and gossip timeouts, on its own subnet
 	c := startTestCluster(t, 236)
 	r := c.submitJob("g1", "", "")
 	var sub api.SubmitJobResponse
