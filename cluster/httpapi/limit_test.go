@@ -26,14 +26,12 @@ func TestLimitListener_AcceptsAtMostNAtOnce(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	var clients []net.Conn
 	for range 3 {
 		c, err := net.Dial("tcp", raw.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		clients = append(clients, c)
 	}
 	first, second := <-accepted, <-accepted
 	select {
