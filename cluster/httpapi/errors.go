@@ -31,6 +31,7 @@ func eventError(err error) error {
 	switch {
 	case errors.As(err, &le):
 		status, code = http.StatusRequestEntityTooLarge, httpx.CodeTooLarge
+		details["field"], details["limit"] = le.Field, le.Limit
 	case errors.As(err, &fe):
 		details["field"] = fe.Field
 	case errors.Is(err, fsm.ErrEventConflict), errors.Is(err, fsm.ErrJobExists), errors.Is(err, fsm.ErrWorkflowExists),
