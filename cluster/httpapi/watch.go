@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ const (
 	// MaxWatchers bounds one node's concurrent watch streams (each holds
 	// a goroutine and a connection; a manager's relays count too).
 	MaxWatchers = 1024
+	// MaxWatchersPerToken bounds one token's watch streams on a node, so
+	// one token cannot take every slot (429 beyond).
+	MaxWatchersPerToken = 64
 	// MaxWatchLifetime ends a stream after this long, so no stream is
 	// forever; the client reconnects and gets the current state first.
 	MaxWatchLifetime = time.Hour
@@ -50,22 +54,48 @@ const (
 type watchSet struct {
 	active atomic.Int64
 	limit  atomic.Int64 // 0: MaxWatchers; tests lower it
+
+	mu      sync.Mutex
+	byToken map[string]int // streams per token name
 }
 
-// acquire takes a stream slot; false when the node has MaxWatchers.
-func (ws *watchSet) acquire() bool {
+// acquire takes a stream slot for the token named token: an *APIError
+// when the node has MaxWatchers (503: try another node) or the token has
+// MaxWatchersPerToken here (429).
+func (ws *watchSet) acquire(node, token string) error {
 	limit := ws.limit.Load()
 	if limit == 0 {
 		limit = MaxWatchers
 	}
-	if ws.active.Add(1) > limit {
-		ws.active.Add(-1)
-		return false
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byToken[token] >= MaxWatchersPerToken {
+		return &httpx.APIError{Status: http.StatusTooManyRequests, Code: httpx.CodeTooMany,
+			Message: fmt.Sprintf("token %s already has %d watch streams on node %s", token, MaxWatchersPerToken, node),
+			Details: map[string]any{"limit": MaxWatchersPerToken}}
 	}
-	return true
+	if ws.active.Load() >= limit {
+		return &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
+			Message: fmt.Sprintf("node %s already serves %d watch streams; try another node", node, limit),
+			Details: map[string]any{"limit": limit}}
+	}
+	if ws.byToken == nil {
+		ws.byToken = map[string]int{}
+	}
+	ws.byToken[token]++
+	ws.active.Add(1)
+	return nil
 }
 
-func (ws *watchSet) release() { ws.active.Add(-1) }
+// release gives back a slot acquire took for token.
+func (ws *watchSet) release(token string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byToken[token]--; ws.byToken[token] <= 0 {
+		delete(ws.byToken, token)
+	}
+	ws.active.Add(-1)
+}
 
 // watchContext is r's context, also ended by the node's close, the HTTP
 // server's shutdown and MaxWatchLifetime.
@@ -81,12 +111,11 @@ func (sv *Server) handleWatchJob(w http.ResponseWriter, r *http.Request, c *call
 	if !ok {
 		return
 	}
-	if !sv.watches.acquire() {
-		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
-			Message: fmt.Sprintf("node %s already serves %d watch streams; try another node", sv.cfg.NodeID, MaxWatchers)})
+	if err := sv.watches.acquire(sv.cfg.NodeID, p.Name); err != nil {
+		httpx.WriteError(w, err)
 		return
 	}
-	defer sv.watches.release()
+	defer sv.watches.release(p.Name)
 	ctx, cancel := sv.watchContext(r)
 	defer cancel()
 	if sv.cfg.Role != RoleGate {

@@ -77,6 +77,7 @@ const (
 	CodeConflict        = "conflict"
 	CodeUnavailable     = "unavailable"
 	CodeTimeout         = "timeout"
+	CodeTooMany         = "too_many_requests"
 	CodeInternal        = "internal"
 )
 

@@ -32,6 +32,7 @@ const (
 	CodeConflict        = api.CodeConflict
 	CodeUnavailable     = api.CodeUnavailable
 	CodeTimeout         = api.CodeTimeout
+	CodeTooMany         = api.CodeTooMany
 	CodeInternal        = api.CodeInternal
 )
 
