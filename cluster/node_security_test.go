@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"runtime"
@@ -158,5 +159,38 @@ func TestFinding5_HeaderLimitAndSlowClients(t *testing.T) {
 		if r := c.call("g1", "GET", "/v1/jobs?tenant=acme&consistency=eventual", testAcmeToken, nil); r.status != http.StatusOK {
 			t.Fatalf("a client among %d slow ones: %d %s", slow, r.status, r.body)
 		}
+	}
+}
+
+// Finding 6: a submit cannot create unbounded work: workflows × count ×
+// regions, duration, timeout and rate have named upper bounds, and a
+// refusal names the limit.
+func TestFinding6_SubmitWorkIsBounded(t *testing.T) {
+	c := startTestCluster(t, 250)
+	var wfs []string
+	for i := range 200 {
+		wfs = append(wfs, fmt.Sprintf(`{"name":"w%d","count":1000,"duration":"1m","rate":1}`, i))
+	}
+	tests := []struct {
+		name   string
+		body   string
+		status int
+		detail string
+	}{
+		{"200,000 instances", `{"tenant":"acme","regions":["use1"],"timeout":"10m","workflows":[` + strings.Join(wfs, ",") + `]}`,
+			http.StatusRequestEntityTooLarge, "limit"},
+		{"rate 1e308", `{"tenant":"acme","regions":["use1"],"timeout":"10m","workflows":[{"name":"w","count":1,"duration":"1m","rate":1e308}]}`,
+			http.StatusBadRequest, "field"},
+		{"timeout of a year", `{"tenant":"acme","regions":["use1"],"timeout":"8760h","workflows":[{"name":"w","count":1,"duration":"1m","rate":1}]}`,
+			http.StatusBadRequest, "field"},
+	}
+	for _, tt := range tests {
+		r := c.call("g1", "POST", "/v1/jobs", testAcmeToken, []byte(tt.body))
+		if r.status != tt.status || r.apiError(t).Details[tt.detail] == nil {
+			t.Errorf("%s: %d %.300s", tt.name, r.status, r.body)
+		}
+	}
+	if r := c.call("g1", "GET", "/v1/jobs?tenant=acme&consistency=strong", testAcmeToken, nil); !strings.Contains(string(r.body), `"jobs":[]`) {
+		t.Errorf("a refused submit created a job: %s", r.body)
 	}
 }

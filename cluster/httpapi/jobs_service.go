@@ -44,6 +44,9 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	if !p.Allows(auth.ScopeJobsWrite, spec.Tenant) {
 		return Submitted{}, forbidden(p, auth.ScopeJobsWrite, spec.Tenant)
 	}
+	if err := spec.CheckSubmit(); err != nil {
+		return Submitted{}, eventError(err)
+	}
 	if err := j.checkRegions(spec.Regions); err != nil {
 		return Submitted{}, err
 	}
