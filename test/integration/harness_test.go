@@ -1,6 +1,3 @@
-// Package integration runs real `strata agent` processes (a dev cluster of
-// 3 regions x (1 gate + 3 managers) on loopback) and kills them with
-// SIGKILL while clients write, checking that nothing acknowledged is lost.
 package integration
 
 import (
