@@ -101,6 +101,9 @@ func progressReports(updates []api.ProgressUpdate) ([]report, error) {
 		seen[u.Workflow] = i
 		reps[i] = report{workflow: u.Workflow, fence: u.LeaseFence,
 			progress: &fsm.WorkflowProgress{Workflow: u.Workflow, Completed: u.Completed, Failed: u.Failed, Stats: u.Stats}}
+		if err := checkReportBodies(field, reps[i]); err != nil {
+			return nil, err
+		}
 	}
 	return reps, nil
 }
@@ -161,6 +164,9 @@ func endReport(t fsm.EventType, req *api.WorkflowEndRequest) (report, error) {
 	}
 	if req.Completed > 0 || req.Failed > 0 || len(req.Stats) > 0 {
 		rp.progress = &fsm.WorkflowProgress{Workflow: req.Workflow, Completed: req.Completed, Failed: req.Failed, Stats: req.Stats}
+	}
+	if err := checkReportBodies("", rp); err != nil {
+		return report{}, err
 	}
 	return rp, nil
 }

@@ -148,3 +148,25 @@ func newWorkerID() string {
 	_, _ = rand.Read(b[:])
 	return "w-" + hex.EncodeToString(b[:])
 }
+
+// checkReportBodies validates a report's event bodies before anything is
+// read from the ledger, so a bad body is a 400 (or a 413 naming the
+// limit), never a per-workflow rejection that depends on what the ledger
+// holds. The bodies are validated in a probe event whose envelope is
+// valid and whose job is the one the workflow id names (the part before
+// its first '/'): fsm's rules apply unchanged.
+func checkReportBodies(field string, rp report) error {
+	job, _, _ := strings.Cut(rp.workflow, "/")
+	for _, b := range rp.bodies() {
+		e := fsm.Event{ID: fsm.EventID{1}, Type: b.EventType(), JobID: job, Tenant: "probe", Region: "r", Node: "n",
+			HLC: probeHLC, Fence: rp.fence, Body: b}
+		if err := e.Validate(); err != nil {
+			ae := eventError(err).(*httpx.APIError)
+			if field != "" {
+				ae.Message = field + ": " + ae.Message
+			}
+			return ae
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -134,5 +135,35 @@ func TestWorkerCheckWorkerID(t *testing.T) {
 func TestLeaseWait_DefaultFitsAForward(t *testing.T) {
 	if api.DefaultLeaseWait > MaxForwardedLeaseWait {
 		t.Fatalf("api.DefaultLeaseWait %s exceeds MaxForwardedLeaseWait %s", api.DefaultLeaseWait, MaxForwardedLeaseWait)
+	}
+}
+
+// Finding 10 of issue 17: a report's bodies are checked before the
+// ledger is read, so a bad body is refused as such whatever the ledger
+// holds (it was a 200 "rejected unknown_workflow" for an unknown
+// workflow before).
+func TestReportBodiesAreCheckedBeforeTheLedger(t *testing.T) {
+	wf := fsm.WorkflowID("use1-1704931200000-g1-00001", "use1", "w", 0)
+	status := func(err error) int {
+		var ae *httpx.APIError
+		if errors.As(err, &ae) {
+			return ae.Status
+		}
+		return 0
+	}
+	_, err := endReport(fsm.TypeWorkflowFailed, &api.WorkflowEndRequest{Workflow: wf, LeaseFence: 1, Error: strings.Repeat("e", fsm.MaxTextBytes+1)})
+	if got := status(err); got != http.StatusRequestEntityTooLarge {
+		t.Errorf("an over-long error: %v (status %d)", err, got)
+	}
+	_, err = progressReports([]api.ProgressUpdate{{Workflow: wf, LeaseFence: 1, Completed: 1,
+		Stats: fsm.Stats{{Name: "not a name!", Value: 1}}}})
+	if got := status(err); got != http.StatusBadRequest {
+		t.Errorf("a bad stat name: %v (status %d)", err, got)
+	}
+	if _, err := progressReports([]api.ProgressUpdate{{Workflow: wf, LeaseFence: 1, Completed: 1}}); err != nil {
+		t.Errorf("a good update: %v", err)
+	}
+	if _, err := endReport(fsm.TypeWorkflowFailed, &api.WorkflowEndRequest{Workflow: wf, LeaseFence: 1, Error: "boom"}); err != nil {
+		t.Errorf("a good failure: %v", err)
 	}
 }
