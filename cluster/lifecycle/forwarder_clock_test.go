@@ -36,7 +36,7 @@ func newClockedForwarder(t *testing.T) *clockedForwarder {
 	cfg.Registerer = c.reg
 	cfg.Deliverer = fakeDeliverer{deliver: func(_ context.Context, group string, batch []byte) ([]fsm.Result, error) {
 		c.deliveries++
-		if group != DefaultGlobalGroup {
+		if group != testGlobalGroup {
 			return nil, fmt.Errorf("delivered to %q", group)
 		}
 		if c.fail {

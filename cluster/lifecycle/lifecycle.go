@@ -15,10 +15,6 @@ import (
 	"github.com/strata-ledger/strata/transport/api"
 )
 
-// DefaultGlobalGroup is the name the forwarder delivers to when
-// Config.GlobalGroup is empty.
-const DefaultGlobalGroup = "global"
-
 // ErrInvalidConfig is wrapped by the errors of Config.Validate.
 var ErrInvalidConfig = errors.New("lifecycle: invalid config")
 
@@ -87,8 +83,8 @@ type Config struct {
 	Global bool
 	// Group names this node's group in logs.
 	Group string
-	// GlobalGroup is the group the forwarder delivers to (default
-	// DefaultGlobalGroup).
+	// GlobalGroup is the group the forwarder delivers to (group.GlobalName;
+	// the wiring passes it, so the name has one definition). Managers only.
 	GlobalGroup string
 
 	Store      Store
@@ -130,9 +126,6 @@ func (c *Config) Validate() error {
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}
-	if c.GlobalGroup == "" {
-		c.GlobalGroup = DefaultGlobalGroup
-	}
 	var missing string
 	switch {
 	case c.Store == nil:
@@ -149,6 +142,8 @@ func (c *Config) Validate() error {
 		missing = "Stamper"
 	case !c.Global && c.Positions == nil:
 		missing = "Positions"
+	case !c.Global && c.GlobalGroup == "":
+		missing = "GlobalGroup"
 	case c.ReconcileInterval <= 0:
 		missing = "ReconcileInterval"
 	case !c.Global && c.WorkerAckWindow <= 0:

@@ -24,7 +24,7 @@ func TestConfig_ValidateNamesWhatIsMissing(t *testing.T) {
 	}{
 		{name: "manager", edit: func(*Config) {}},
 		{name: "gate without manager fields", global: true, edit: func(c *Config) {
-			c.Positions, c.WorkerAckWindow, c.BreakerCooldown = nil, 0, 0
+			c.Positions, c.WorkerAckWindow, c.BreakerCooldown, c.GlobalGroup = nil, 0, 0, ""
 		}},
 		{name: "no store", edit: func(c *Config) { c.Store = nil }, want: "Store"},
 		{name: "no submitter", edit: func(c *Config) { c.Submitter = nil }, want: "Submitter"},
@@ -33,20 +33,21 @@ func TestConfig_ValidateNamesWhatIsMissing(t *testing.T) {
 		{name: "no applied", edit: func(c *Config) { c.Applied = nil }, want: "Applied"},
 		{name: "no clock", edit: func(c *Config) { c.Stamper = nil }, want: "Stamper"},
 		{name: "manager without positions", edit: func(c *Config) { c.Positions = nil }, want: "Positions"},
+		{name: "manager without the global group", edit: func(c *Config) { c.GlobalGroup = "" }, want: "GlobalGroup"},
 		{name: "no interval", edit: func(c *Config) { c.ReconcileInterval = 0 }, want: "ReconcileInterval"},
 		{name: "manager without ack window", edit: func(c *Config) { c.WorkerAckWindow = 0 }, want: "WorkerAckWindow"},
 		{name: "manager without cooldown", edit: func(c *Config) { c.BreakerCooldown = 0 }, want: "BreakerCooldown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(tc.global, "use1", st, led, time.Now)
-			cfg.Now, cfg.GlobalGroup = nil, ""
+			cfg.Now = nil
 			tc.edit(&cfg)
 			l, err := New(cfg)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("New: %v", err)
 			case tc.want == "":
-				if l.cfg.Now == nil || l.cfg.Logger == nil || l.cfg.Registerer == nil || l.cfg.GlobalGroup != DefaultGlobalGroup {
+				if l.cfg.Now == nil || l.cfg.Logger == nil || l.cfg.Registerer == nil {
 					t.Fatalf("defaults not filled: %+v", l.cfg)
 				}
 			case !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want):

@@ -60,10 +60,13 @@ func testStamper(now func() time.Time, region string) *commit.Stamper {
 	return s
 }
 
+// testGlobalGroup is the global group's name in tests.
+const testGlobalGroup = "global"
+
 // testConfig is a Config with fakes for every dependency but store,
 // positions and the wall clock now.
 func testConfig(global bool, region string, store Store, positions Positions, now func() time.Time) Config {
-	return Config{NodeID: "n1", Region: region, Global: global, Group: region, Store: store, Positions: positions,
+	return Config{NodeID: "n1", Region: region, Global: global, Group: region, GlobalGroup: testGlobalGroup, Store: store, Positions: positions,
 		Submitter: fakeSubmitter{}, Deliverer: fakeDeliverer{}, Leadership: fakeLeadership{}, Applied: fakeApplied{},
 		Stamper: testStamper(now, region), Now: now, ReconcileInterval: 250 * time.Millisecond,
 		WorkerAckWindow: 5 * time.Second, BreakerCooldown: 30 * time.Second}
