@@ -396,9 +396,6 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 // ID is the node id.
 func (n *Node) ID() string { return n.cfg.NodeID }
 
-// Raft exposes the node's Raft for tests and the operator API.
-func (n *Node) Raft() *raft.Raft { return n.raft.Raft }
-
 // Faults is the node's fault-injection layer.
 func (n *Node) Faults() *faultnet.Faults { return n.faults }
 
