@@ -21,13 +21,16 @@ const headerForwardMAC = "Strata-Forwarded-Mac"
 // hops returns the nodes that forwarded r so far when a node of this
 // cluster vouches for them; none for a call straight from a client, even
 // one that sends Strata-Forwarded-By headers of its own.
-func (sv *Server) hops(r *http.Request) []string {
+func (sv *Server) hops(r *http.Request) []string { return trustedHops(r, sv.cfg.ClusterToken) }
+
+// trustedHops is hops for the cluster token key.
+func trustedHops(r *http.Request, key string) []string {
 	hops := r.Header.Values(api.HeaderForwardedBy)
 	if len(hops) == 0 || len(hops) > maxForwardHops {
 		return nil
 	}
 	mac, err := hex.DecodeString(r.Header.Get(headerForwardMAC))
-	if err != nil || !hmac.Equal(mac, sv.hopsMAC(r.Method, r.URL.RequestURI(), hops)) {
+	if err != nil || !hmac.Equal(mac, hopsMAC(key, r.Method, r.URL.RequestURI(), hops)) {
 		return nil
 	}
 	return hops
@@ -36,15 +39,19 @@ func (sv *Server) hops(r *http.Request) []string {
 // setHops marks req, a call this node forwards, as forwarded by hops and
 // then this node, with the MAC that makes the next node trust them.
 func (sv *Server) setHops(req *http.Request, hops []string) {
-	all := append(slices.Clone(hops), sv.cfg.NodeID)
+	signHops(req, append(slices.Clone(hops), sv.cfg.NodeID), sv.cfg.ClusterToken)
+}
+
+// signHops sets all as req's hops, with their MAC under key.
+func signHops(req *http.Request, all []string, key string) {
 	for _, h := range all {
 		req.Header.Add(api.HeaderForwardedBy, h)
 	}
-	req.Header.Set(headerForwardMAC, hex.EncodeToString(sv.hopsMAC(req.Method, req.URL.RequestURI(), all)))
+	req.Header.Set(headerForwardMAC, hex.EncodeToString(hopsMAC(key, req.Method, req.URL.RequestURI(), all)))
 }
 
-func (sv *Server) hopsMAC(method, uri string, hops []string) []byte {
-	m := hmac.New(sha256.New, []byte(sv.cfg.ClusterToken))
+func hopsMAC(key, method, uri string, hops []string) []byte {
+	m := hmac.New(sha256.New, []byte(key))
 	fmt.Fprintf(m, "%s %s\n%s", method, uri, strings.Join(hops, "\n"))
 	return m.Sum(nil)
 }
