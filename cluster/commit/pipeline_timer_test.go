@@ -133,11 +133,7 @@ func TestPipeline_RetryBackoffDoublesUpToRetryMax(t *testing.T) {
 		p, _, reg, closeAll := newTimerPipeline(t, PipelineConfig{Committer: c, RetryFirst: first, RetryMax: maxWait})
 		defer closeAll()
 
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.Submit(bubbleCtx(t), []fsm.Event{testkit.JobEvent(0)}, DurabilityRegional)
-			done <- err
-		}()
+		done := submitAsync(t, p)
 		// The waits the attempts must follow: doubling, then capped.
 		waits := []time.Duration{first, 2 * first, 4 * first, maxWait, maxWait, maxWait}
 		prev := nextCall(t, c.calls)
@@ -173,11 +169,7 @@ func TestPipeline_LeaderChangedCutsTheBackoffShort(t *testing.T) {
 		p, _, reg, closeAll := newTimerPipeline(t, PipelineConfig{Committer: c, RetryFirst: first, RetryMax: maxWait})
 		defer closeAll()
 
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.Submit(bubbleCtx(t), []fsm.Event{testkit.JobEvent(0)}, DurabilityRegional)
-			done <- err
-		}()
+		done := submitAsync(t, p)
 		for range 5 { // the backoff grows to 16×RetryFirst: at least 80 ms
 			nextCall(t, c.calls)
 		}
@@ -336,4 +328,15 @@ func TestPipeline_WatermarkIsCheckpointedWithinTheIntervalAndNoEarlier(t *testin
 			t.Errorf("watermark metric %v, want %d", got, lsns[3])
 		}
 	})
+}
+
+// submitAsync submits job 0 at REGIONAL in the background; the channel
+// gets Submit's error.
+func submitAsync(t *testing.T, p *Pipeline) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Submit(bubbleCtx(t), []fsm.Event{testkit.JobEvent(0)}, DurabilityRegional)
+		done <- err
+	}()
+	return done
 }
