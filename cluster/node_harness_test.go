@@ -30,6 +30,8 @@ const (
 	testReaderToken  = "acme-reader-0123456789"
 	testGlobexToken  = "globex-token-0123456789"
 	testClusterToken = "cluster-secret-0123456789"
+	// testWorkerToken acts for worker w-bound only.
+	testWorkerToken = "worker-bound-0123456789"
 	// nodeTestWait bounds every wait of these tests.
 	nodeTestWait = 30 * time.Second
 )
@@ -40,6 +42,7 @@ func testTokens() []auth.TokenConfig {
 		{Token: testAcmeToken, Tenant: "acme", Scopes: []string{"jobs:read", "jobs:write"}},
 		{Token: testReaderToken, Tenant: "acme", Scopes: []string{"jobs:read"}},
 		{Token: testGlobexToken, Tenant: "globex", Scopes: []string{"jobs:read", "jobs:write"}},
+		{Token: testWorkerToken, Tenant: auth.AllTenants, Scopes: []string{"worker"}, Worker: "w-bound"},
 	}
 }
 

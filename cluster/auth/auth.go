@@ -20,7 +20,14 @@ const (
 	ScopeJobsRead  Scope = "jobs:read"
 	ScopeJobsWrite Scope = "jobs:write"
 	ScopeOperator  Scope = "operator"
+	// ScopeWorker lets a token act as one worker (TokenConfig.Worker):
+	// register it, heartbeat, poll its leases and report on them.
+	ScopeWorker Scope = "worker"
 )
+
+// AnyWorker binds a worker token to every worker id (a fleet-wide token;
+// the lease fence still limits each report to the lease it names).
+const AnyWorker = "*"
 
 // AllTenants binds a token to every tenant.
 const AllTenants = "*"
@@ -40,6 +47,9 @@ type TokenConfig struct {
 	Token  string   `koanf:"token" json:"token"`
 	Tenant string   `koanf:"tenant" json:"tenant"`
 	Scopes []string `koanf:"scopes" json:"scopes"`
+	// Worker binds a token with the worker scope to one worker id, or to
+	// every worker (AnyWorker). Required with that scope, refused without.
+	Worker string `koanf:"worker" json:"worker,omitempty"`
 }
 
 // Principal is what a verified token may do.
@@ -47,6 +57,7 @@ type Principal struct {
 	Name   string // a short, non-secret token fingerprint for logs
 	Tenant string // AllTenants or one tenant id
 	Scopes []Scope
+	Worker string // the worker id a worker token acts for, AnyWorker, or ""
 }
 
 // Allows reports whether p may use scope on tenant. An operator token bound
@@ -57,6 +68,19 @@ func (p Principal) Allows(scope Scope, tenant string) bool {
 	}
 	return slices.Contains(p.Scopes, scope) || (scope != ScopeOperator && slices.Contains(p.Scopes, ScopeOperator))
 }
+
+// ActsFor reports whether p may act as worker id: an operator, or a
+// worker token bound to that id (or to every worker).
+func (p Principal) ActsFor(id string) bool {
+	if p.Allows(ScopeOperator, AllTenants) {
+		return true
+	}
+	return slices.Contains(p.Scopes, ScopeWorker) && (p.Worker == AnyWorker || p.Worker == id)
+}
+
+// IsOperator reports whether p holds the operator scope for all tenants,
+// the principal trusted like a node (docs/SECURITY.md).
+func (p Principal) IsOperator() bool { return p.Allows(ScopeOperator, AllTenants) }
 
 // SeesTenant reports whether p may read or write tenant at all.
 func (p Principal) SeesTenant(tenant string) bool {
@@ -83,14 +107,17 @@ func NewAuthenticator(tokens []TokenConfig) (*Authenticator, error) {
 		if len(t.Scopes) == 0 {
 			return nil, fmt.Errorf("token %d: no scopes", i)
 		}
-		p := Principal{Tenant: t.Tenant}
+		p := Principal{Tenant: t.Tenant, Worker: t.Worker}
 		for _, s := range t.Scopes {
 			switch sc := Scope(s); sc {
-			case ScopeJobsRead, ScopeJobsWrite, ScopeOperator:
+			case ScopeJobsRead, ScopeJobsWrite, ScopeOperator, ScopeWorker:
 				p.Scopes = append(p.Scopes, sc)
 			default:
-				return nil, fmt.Errorf("token %d: unknown scope %q (want %s, %s or %s)", i, s, ScopeJobsRead, ScopeJobsWrite, ScopeOperator)
+				return nil, fmt.Errorf("token %d: unknown scope %q (want %s, %s, %s or %s)", i, s, ScopeJobsRead, ScopeJobsWrite, ScopeOperator, ScopeWorker)
 			}
+		}
+		if err := checkWorkerBinding(p); err != nil {
+			return nil, fmt.Errorf("token %d: %w", i, err)
 		}
 		d := sha256.Sum256([]byte(t.Token))
 		if _, dup := a.byDigest[d]; dup {
@@ -101,6 +128,28 @@ func NewAuthenticator(tokens []TokenConfig) (*Authenticator, error) {
 	}
 	return a, nil
 }
+
+// checkWorkerBinding: a worker-scoped token names its worker, any other
+// token names none, and a worker token is bound to all tenants (a worker
+// runs any tenant's workflows).
+func checkWorkerBinding(p Principal) error {
+	worker := slices.Contains(p.Scopes, ScopeWorker)
+	switch {
+	case worker && p.Worker == "":
+		return fmt.Errorf("scope %s needs worker: the worker id it acts for, or %q", ScopeWorker, AnyWorker)
+	case !worker && p.Worker != "":
+		return fmt.Errorf("worker %q is set but the token lacks scope %s", p.Worker, ScopeWorker)
+	case worker && p.Tenant != AllTenants:
+		return fmt.Errorf("a %s token runs every tenant's workflows: tenant must be %q", ScopeWorker, AllTenants)
+	case len(p.Worker) > maxWorkerBytes:
+		return fmt.Errorf("worker %q is longer than %d bytes", p.Worker, maxWorkerBytes)
+	}
+	return nil
+}
+
+// maxWorkerBytes is fsm.MaxNameBytes (a worker id), kept here so auth
+// stays free of the ledger package.
+const maxWorkerBytes = 64
 
 // Authenticate resolves the request's bearer token.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {

@@ -111,3 +111,45 @@ func TestPeerTokenOK_SchemeIsCaseInsensitive(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthenticator_WorkerTokensAreBoundToAWorker(t *testing.T) {
+	bad := []TokenConfig{
+		{Token: "worker-no-id-0123456789", Tenant: "*", Scopes: []string{"worker"}},
+		{Token: "worker-tenant-012345678", Tenant: "acme", Scopes: []string{"worker"}, Worker: "w1"},
+		{Token: "writer-with-id-01234567", Tenant: "*", Scopes: []string{"jobs:write"}, Worker: "w1"},
+	}
+	for _, tc := range bad {
+		if _, err := NewAuthenticator([]TokenConfig{tc}); err == nil {
+			t.Errorf("%+v accepted", tc)
+		}
+	}
+	a, err := NewAuthenticator([]TokenConfig{
+		{Token: "worker-w1-0123456789", Tenant: "*", Scopes: []string{"worker"}, Worker: "w1"},
+		{Token: "worker-fleet-01234567", Tenant: "*", Scopes: []string{"worker"}, Worker: AnyWorker},
+		{Token: "writer-all-0123456789", Tenant: "*", Scopes: []string{"jobs:write"}},
+		{Token: "operator-all-01234567", Tenant: "*", Scopes: []string{"operator"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		token, worker string
+		want          bool
+	}{
+		{"worker-w1-0123456789", "w1", true},
+		{"worker-w1-0123456789", "w2", false},
+		{"worker-fleet-01234567", "w2", true},
+		{"writer-all-0123456789", "w1", false},
+		{"operator-all-01234567", "w1", true},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tt.token)
+		p, err := a.Authenticate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.ActsFor(tt.worker); got != tt.want {
+			t.Errorf("%s acts for %s: %v, want %v", tt.token, tt.worker, got, tt.want)
+		}
+	}
+}

@@ -285,7 +285,8 @@ func (c *Cluster) StartNode(id string) error {
 	return c.writeClusterFileLocked()
 }
 
-// startWorker starts w's process with the API token in its environment.
+// startWorker starts w's process with its own token (WorkerToken) in its
+// environment.
 func (c *Cluster) startWorker(w WorkerSpec) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -295,7 +296,7 @@ func (c *Cluster) startWorker(w WorkerSpec) error {
 	if err := os.MkdirAll(w.Dir, dirMode); err != nil {
 		return fmt.Errorf("worker %s: %w", w.ID, err)
 	}
-	env := append(slices.Clone(c.env), workerTokenEnv+"="+c.opts.Token)
+	env := append(slices.Clone(c.env), workerTokenEnv+"="+WorkerToken(c.opts.Token, w.ID))
 	p, err := startProcess(c.cfg.Binary, w.Args(), env, "worker "+w.ID, w.Dir, w.LogPath)
 	if err != nil {
 		return err

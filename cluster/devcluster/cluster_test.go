@@ -10,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-ledger/strata/cluster/auth"
 )
 
 // Each launcher test takes its own subnets (two regions each) far from the
@@ -429,7 +432,12 @@ func TestCluster_WorkersRunAtTheirManagersAndStopFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitLog(t, w.LogPath, fmt.Sprintf("fake worker %s: region=%s managers=%s capacity=3 log=info token=%s",
-			w.ID, w.Region, mgr.Config.HTTPAddr, c.Token()))
+			w.ID, w.Region, mgr.Config.HTTPAddr, WorkerToken(c.Token(), w.ID)))
+		if !slices.ContainsFunc(mgr.Config.Tokens, func(tc auth.TokenConfig) bool {
+			return tc.Token == WorkerToken(c.Token(), w.ID) && tc.Worker == w.ID
+		}) {
+			t.Fatalf("%s's config lacks %s's token, bound to it", mgr.Config.NodeID, w.ID)
+		}
 	}
 	checkClusterFile(t, c.Cluster)
 	f := c.ClusterFile()

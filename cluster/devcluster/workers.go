@@ -1,11 +1,15 @@
 package devcluster
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -29,7 +33,7 @@ func (w WorkerSpec) Args() []string {
 		"--capacity", strconv.Itoa(w.Capacity), "--id", w.ID, "--log-level", w.LogLevel}
 }
 
-// workerTokenEnv carries the API token to a worker (cmd/strata's
+// workerTokenEnv carries the worker's token to it (cmd/strata's
 // STRATA_TOKEN).
 const workerTokenEnv = "STRATA_TOKEN"
 
@@ -48,13 +52,38 @@ func PlanWorkers(o Options) ([]WorkerSpec, error) {
 			managers = append(managers, o.addr(r, o.GatesPerRegion+m, offsetHTTP))
 		}
 		for i := 1; i <= o.WorkersPerRegion; i++ {
-			id := fmt.Sprintf("w-%s-%d", region, i)
+			id := workerID(region, i)
 			dir := filepath.Join(o.DataDir, id)
 			out = append(out, WorkerSpec{ID: id, Region: region, Managers: managers, Capacity: o.WorkerCapacity,
 				LogLevel: o.LogLevel, Dir: dir, LogPath: filepath.Join(dir, "worker.log")})
 		}
 	}
 	return out, nil
+}
+
+func workerID(region string, i int) string { return fmt.Sprintf("w-%s-%d", region, i) }
+
+// workerTokens are the tokens of every planned worker, each bound to its
+// worker id (scope worker): a worker's token cannot act for another.
+func (o Options) workerTokens() []auth.TokenConfig {
+	var out []auth.TokenConfig
+	for _, region := range o.Regions {
+		for i := 1; i <= o.WorkersPerRegion; i++ {
+			id := workerID(region, i)
+			out = append(out, auth.TokenConfig{Token: WorkerToken(o.Token, id), Tenant: auth.AllTenants,
+				Scopes: []string{string(auth.ScopeWorker)}, Worker: id})
+		}
+	}
+	return out
+}
+
+// WorkerToken is worker id's token, derived from the cluster's API token
+// (HMAC-SHA256), so every node's config and the launcher agree on it
+// without another secret on disk.
+func WorkerToken(apiToken, id string) string {
+	m := hmac.New(sha256.New, []byte(apiToken))
+	m.Write([]byte("strata dev worker token v1\x00" + id))
+	return "strata-worker-" + hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 // workerNode describes a worker as cluster.json does.

@@ -8,19 +8,17 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
-// POST /v1/events:batch: many events in one request (load tools). Job
-// events land in the global ledger (gates), workflow and worker events in
-// the region's ledger (managers); a batch must be one or the other, and a
-// node of the other role forwards it. Events without an id, HLC, region or
-// node get this node's; an HLC from the client is merged into this node's
-// clock (refused beyond max_offset).
+// POST /v1/events:batch: many events in one request. Job events land in
+// the global ledger (gates), workflow and worker events in the region's
+// ledger (managers); a batch must be one or the other, and a node of the
+// other role forwards it. Who may write which events, and what the node
+// stamps itself, is batch_stamp.go's.
 
 // batchTier is the role whose ledger the events land in.
 func batchTier(events []fsm.Event) (Role, string, error) {
@@ -89,6 +87,9 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 	out := api.BatchResponse{WriteResponse: sv.writeResponse(w, res, req.Events[0].HLC)}
 	for i, rs := range res.Results {
 		er := api.EventResult{ID: req.Events[i].ID, Outcome: rs.Outcome.String(), Seq: rs.Seq}
+		if req.Events[i].Type == fsm.TypeJobCreated {
+			er.JobID = req.Events[i].JobID
+		}
 		if rs.Err != nil {
 			var ae *httpx.APIError
 			if errors.As(eventError(rs.Err), &ae) {
@@ -121,36 +122,6 @@ func checkLevel(d, tier commit.Durability) error {
 	}
 	if _, err := commit.AckLevel(d, tier); err != nil {
 		return httpx.BadRequest("%v", err)
-	}
-	return nil
-}
-
-// stampEvents fills what the client left out, merges client HLCs into the
-// clock and checks scope and validity of every event: one bad event fails
-// the whole batch before anything is written.
-func (sv *Server) stampEvents(p auth.Principal, events []fsm.Event) error {
-	for i := range events {
-		e := &events[i]
-		if e.Type == fsm.TypeForwardMark {
-			return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
-				Message: fmt.Sprintf("event %d: ForwardMark is recorded by the regional forwarder only", i),
-				Details: map[string]any{"index": i, "type": e.Type.String()}}
-		}
-		tenantScope := auth.ScopeJobsWrite
-		if e.Type.IsWorker() {
-			tenantScope = auth.ScopeOperator
-		}
-		if !p.Allows(tenantScope, orAll(e.Tenant)) {
-			return forbidden(p, tenantScope, e.Tenant)
-		}
-		if err := sv.cfg.Stamper.Received(e); err != nil {
-			return httpx.BadRequest("events[%d].hlc: %v", i, err)
-		}
-		if err := e.Validate(); err != nil {
-			ae := eventError(err).(*httpx.APIError)
-			ae.Message = fmt.Sprintf("events[%d]: %s", i, ae.Message)
-			return ae
-		}
 	}
 	return nil
 }

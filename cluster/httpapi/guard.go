@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
@@ -22,7 +23,9 @@ const (
 	anyToken
 	// operatorOnly routes need the operator scope for all tenants.
 	operatorOnly
-	// workerToken routes need jobs:write for all tenants (workers).
+	// workerToken routes need a token that acts for the worker the path
+	// names ({id}): a worker token bound to it, or an operator's. A route
+	// without {id} (registration) checks the id in its body.
 	workerToken
 )
 
@@ -78,7 +81,7 @@ func (sv *Server) guard(ru rule, h handler) http.HandlerFunc {
 			if !ok {
 				return
 			}
-			if err := ru.access.check(p); err != nil {
+			if err := ru.access.check(p, r.PathValue("id")); err != nil {
 				httpx.WriteError(w, err)
 				return
 			}
@@ -102,23 +105,35 @@ func (sv *Server) guard(ru rule, h handler) http.HandlerFunc {
 	}
 }
 
-// check is nil when p may call a route of access a.
-func (a access) check(p auth.Principal) error {
+// check is nil when p may call a route of access a; worker is the {id}
+// of the path ("" if it has none).
+func (a access) check(p auth.Principal, worker string) error {
 	switch a {
 	case operatorOnly:
 		if !p.Allows(auth.ScopeOperator, auth.AllTenants) {
 			return forbidden(p, auth.ScopeOperator, "")
 		}
 	case workerToken:
-		if !p.Allows(auth.ScopeJobsWrite, auth.AllTenants) {
-			ae := forbidden(p, auth.ScopeJobsWrite, "")
-			if p.Tenant != auth.AllTenants {
-				ae.Message = fmt.Sprintf("token %s is bound to tenant %q: worker calls need a %s token for all tenants", p.Name, p.Tenant, auth.ScopeJobsWrite)
-			}
-			return ae
-		}
+		return workerAccess(p, worker)
 	}
 	return nil
+}
+
+// workerAccess is nil when p may act for worker id (any worker token, if
+// id is "": the handler checks the id in the body).
+func workerAccess(p auth.Principal, id string) error {
+	if id == "" && (p.IsOperator() || slices.Contains(p.Scopes, auth.ScopeWorker)) {
+		return nil
+	}
+	if id != "" && p.ActsFor(id) {
+		return nil
+	}
+	msg := fmt.Sprintf("token %s may not act for worker %q: worker calls need a %s token bound to that worker, or an operator token", p.Name, id, auth.ScopeWorker)
+	if id == "" {
+		msg = fmt.Sprintf("token %s is not a worker token: worker calls need scope %s or an operator token", p.Name, auth.ScopeWorker)
+	}
+	return &httpx.APIError{Status: http.StatusForbidden, Code: httpx.CodeForbidden, Message: msg,
+		Details: map[string]any{"scope": string(auth.ScopeWorker), "worker": id}}
 }
 
 // forward sends a call that is not home here to its home; true when it

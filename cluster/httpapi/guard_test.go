@@ -43,21 +43,29 @@ func TestAccessCheck(t *testing.T) {
 	tenantWriter := auth.Principal{Name: "w", Tenant: "acme", Scopes: []auth.Scope{auth.ScopeJobsWrite}}
 	allWriter := auth.Principal{Name: "w", Tenant: auth.AllTenants, Scopes: []auth.Scope{auth.ScopeJobsWrite}}
 	op := auth.Principal{Name: "o", Tenant: auth.AllTenants, Scopes: []auth.Scope{auth.ScopeOperator}}
+	w1 := auth.Principal{Name: "w1", Tenant: auth.AllTenants, Scopes: []auth.Scope{auth.ScopeWorker}, Worker: "w1"}
+	fleet := auth.Principal{Name: "f", Tenant: auth.AllTenants, Scopes: []auth.Scope{auth.ScopeWorker}, Worker: auth.AnyWorker}
 	tests := []struct {
 		name   string
 		access access
 		p      auth.Principal
-		status int // 0: allowed
+		worker string // the path's {id}
+		status int    // 0: allowed
 	}{
-		{"any token reads", anyToken, reader, 0},
-		{"a reader is no operator", operatorOnly, reader, http.StatusForbidden},
-		{"an operator operates", operatorOnly, op, 0},
-		{"a tenant's writer is no worker", workerToken, tenantWriter, http.StatusForbidden},
-		{"an all-tenant writer is a worker", workerToken, allWriter, 0},
+		{"any token reads", anyToken, reader, "", 0},
+		{"a reader is no operator", operatorOnly, reader, "", http.StatusForbidden},
+		{"an operator operates", operatorOnly, op, "", 0},
+		{"a tenant's writer is no worker", workerToken, tenantWriter, "w1", http.StatusForbidden},
+		{"an all-tenant writer is no worker either", workerToken, allWriter, "w1", http.StatusForbidden},
+		{"a worker token acts for its worker", workerToken, w1, "w1", 0},
+		{"a worker token does not act for another", workerToken, w1, "w2", http.StatusForbidden},
+		{"a worker token registers (the body's id is checked later)", workerToken, w1, "", 0},
+		{"a fleet token acts for any worker", workerToken, fleet, "w2", 0},
+		{"an operator acts for any worker", workerToken, op, "w2", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.access.check(tt.p)
+			err := tt.access.check(tt.p, tt.worker)
 			var ae *httpx.APIError
 			switch {
 			case tt.status == 0 && err != nil:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
@@ -32,6 +33,15 @@ func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request, c
 	if err := httpx.DecodeBytes(body, &req); err != nil {
 		httpx.WriteError(w, err)
 		return
+	}
+	if req.WorkerID == "" && c.p.Worker != "" && c.p.Worker != auth.AnyWorker {
+		req.WorkerID = c.p.Worker // a bound token registers its own worker
+	}
+	if req.WorkerID != "" {
+		if err := workerAccess(c.p, req.WorkerID); err != nil {
+			httpx.WriteError(w, err)
+			return
+		}
 	}
 	if err := sv.checkRegistration(&req); err != nil {
 		httpx.WriteError(w, err)

@@ -43,7 +43,8 @@ or its lease moves on, and stops every workflow when it cannot heartbeat.
 
 --manager defaults to the managers of --region in ./` + devClusterFile + `, and
 the token to --token, then ` + envToken + `, then that file's token. The token
-needs jobs:write on all tenants.
+needs scope worker bound to --id (strata dev gives each worker its own), or
+the operator scope.
 
 SIGTERM or Ctrl-C stops every workflow, deregisters (its leases go back to
 the region at once) and exits 0.`,

@@ -143,10 +143,13 @@ type BatchResponse struct {
 // EventResult is what applying one event did: outcome applied,
 // duplicate, absorbed or rejected, with the reason of the last two.
 type EventResult struct {
-	ID      fsm.EventID `json:"id"`
-	Outcome string      `json:"outcome"`
-	Seq     uint64      `json:"seq,omitempty"`
-	Error   *Error      `json:"error,omitempty"`
+	ID fsm.EventID `json:"id"`
+	// JobID is the id of the job a JobCreated made: a tenant's submits
+	// get theirs from the gate.
+	JobID   string `json:"job_id,omitempty"`
+	Outcome string `json:"outcome"`
+	Seq     uint64 `json:"seq,omitempty"`
+	Error   *Error `json:"error,omitempty"`
 }
 
 // Member is one node as gossip sees it (GET /v1/cluster/members).
