@@ -24,6 +24,8 @@ import (
 //     takes its fence from the job. System events (acceptance, progress,
 //     dispatch, leases, completion, decisions) come only from nodes, and
 //     from workers through /v1/workers, fenced by their lease.
+//   - Every JobCreated, whoever writes it, is held to the submit limits
+//     (fsm.JobSpec.CheckSubmit).
 //   - An operator token is trusted as a node is (it can add Raft voters):
 //     it may write any kind but ForwardMark, with the origin it gives
 //     (load tools, repair); an HLC it gives is merged into this node's
@@ -56,11 +58,23 @@ func (sv *Server) stampEvents(p auth.Principal, events []fsm.Event) error {
 		if err != nil {
 			return err
 		}
-		if err := e.Validate(); err != nil {
+		if err := checkEvent(e); err != nil {
 			ae := eventError(err).(*httpx.APIError)
 			ae.Message = fmt.Sprintf("events[%d]: %s", i, ae.Message)
 			return ae
 		}
+	}
+	return nil
+}
+
+// checkEvent is Validate, and the submit limits for a JobCreated, whoever
+// writes it.
+func checkEvent(e *fsm.Event) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if b, ok := e.Body.(*fsm.JobCreated); ok {
+		return b.Spec.CheckSubmit()
 	}
 	return nil
 }
@@ -108,11 +122,6 @@ func (sv *Server) stampSubmit(p auth.Principal, i int, e *fsm.Event) error {
 	e.Tenant = spec.Tenant
 	if !p.Allows(auth.ScopeJobsWrite, spec.Tenant) {
 		return forbidden(p, auth.ScopeJobsWrite, spec.Tenant)
-	}
-	if err := spec.CheckSubmit(); err != nil {
-		ae := eventError(err).(*httpx.APIError)
-		ae.Message = fmt.Sprintf("events[%d]: %s", i, ae.Message)
-		return ae
 	}
 	if err := sv.jobs.checkRegions(spec.Regions); err != nil {
 		return err
