@@ -58,7 +58,11 @@ func FuzzAPI(f *testing.F) {
 	f.Add("DELETE", "/v1/workers/w1", uint8(2), "", "", []byte(`{}`))
 	f.Add("PATCH", "/v1/jobs?limit=-1", uint8(1), "Authorization", "bearer nope", []byte("{"))
 	f.Add("GET", "/v1/chain/verify?tenant=globex", uint8(1), "", "", []byte(nil))
-	tokens := []string{"", testAcmeToken, "not-a-token-0123456789"}
+	f.Add("POST", "/v1/events:batch", uint8(1), "", "", []byte(`{"events":[{"type":"JobCreated","tenant":"acme","body":{"spec":`+string(jobBody("acme", "", "10m"))+`}}]}`))
+	f.Add("POST", "/v1/workers/w-bound/progress", uint8(3), "", "", []byte(`{"updates":[{"workflow":"`+sub.JobID+`/use1/checkout/0","lease_fence":1,"completed":5}]}`))
+	// A worker token holds no lease of globex's job: it may not change it
+	// either.
+	tokens := []string{"", testAcmeToken, "not-a-token-0123456789", testWorkerToken}
 	f.Fuzz(func(t *testing.T, method, path string, who uint8, hname, hvalue string, body []byte) {
 		if len(body) > 64<<10 || len(path) > 4096 || !strings.HasPrefix(path, "/") {
 			return
