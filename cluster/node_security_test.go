@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 // Regression tests of issue 17's findings that the restructured API
@@ -192,5 +195,55 @@ func TestFinding6_SubmitWorkIsBounded(t *testing.T) {
 	}
 	if r := c.call("g1", "GET", "/v1/jobs?tenant=acme&consistency=strong", testAcmeToken, nil); !strings.Contains(string(r.body), `"jobs":[]`) {
 		t.Errorf("a refused submit created a job: %s", r.body)
+	}
+}
+
+// Finding 2 (subnet 241): event ids and idempotency keys are scoped by
+// tenant. Globex stores an event under the id acme's idempotency key
+// derives (the hash is public), yet acme's submit with that key creates
+// its job (a 409 before: the ledger found globex's event). A globex event
+// naming acme's job is rejected exactly as one naming a job nobody
+// created: same code, same message but the job id, and no "acme" in it.
+func TestFinding2_TenantsCannotTakeOrProbeEachOthersIDs(t *testing.T) {
+	c := startTestCluster(t, 241)
+	sum := sha256.Sum256([]byte("strata idempotency v1\x00acme\x00k-f2"))
+	keyID := hex.EncodeToString(sum[:16])
+	squat := fmt.Appendf(nil, `{"events":[{"id":%q,"type":"JobCreated","job_id":"use1-1700000000000-gate1-00042",`+
+		`"tenant":"globex","fence":1,"body":{"spec":%s,"assigned_regions":["use1"]}}]}`, keyID, jobBody("globex", "", "10m"))
+	batch := func(body []byte) api.EventResult {
+		t.Helper()
+		r := c.call("g1", "POST", "/v1/events:batch", testGlobexToken, body)
+		var br api.BatchResponse
+		r.decode(t, &br)
+		if r.status != http.StatusOK || len(br.Results) != 1 {
+			t.Fatalf("batch: %d %s", r.status, r.body)
+		}
+		return br.Results[0]
+	}
+	if res := batch(squat); res.Outcome != "applied" {
+		t.Fatalf("globex's event with acme's key id: %+v", res)
+	}
+	r := c.submitJob("g1", "", "k-f2")
+	if r.status != http.StatusCreated {
+		t.Fatalf("acme's submit with its key after globex took the id: %d %s", r.status, r.body)
+	}
+	var sub api.SubmitJobResponse
+	r.decode(t, &sub)
+	if again := c.submitJob("g2", "", "k-f2"); again.status != http.StatusOK {
+		t.Fatalf("acme's repeat of its key: %d %s", again.status, again.body)
+	}
+
+	const nobodys = "use1-1700000000001-gate1-00043"
+	cancel := func(jobID string) api.EventResult {
+		return batch(fmt.Appendf(nil, `{"events":[{"type":"JobCancellationRequested","job_id":%q,"tenant":"globex",`+
+			`"fence":1,"body":{"reason":"probe","requestor":"mallory"}}]}`, jobID))
+	}
+	theirs, unknown := cancel(sub.JobID), cancel(nobodys)
+	if theirs.Outcome != "rejected" || unknown.Outcome != "rejected" || theirs.Error == nil || unknown.Error == nil {
+		t.Fatalf("cancels of acme's job %+v and of nobody's %+v, want rejected", theirs, unknown)
+	}
+	if theirs.Error.Code != unknown.Error.Code || strings.ReplaceAll(theirs.Error.Message, sub.JobID, nobodys) != unknown.Error.Message ||
+		strings.Contains(theirs.Error.Message, "acme") || theirs.Error.Details != nil {
+		t.Fatalf("acme's job shows: %+v, nobody's job: %+v", theirs.Error, unknown.Error)
 	}
 }

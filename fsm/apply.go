@@ -83,7 +83,7 @@ func (a *applier) apply(e *Event, raw []byte) (Result, error) {
 		raw = a.body
 	}
 	bodyHash := Hash(sha256.Sum256(raw))
-	prev, err := a.tx.Event(e.ID)
+	prev, err := a.tx.Event(e.Tenant, e.ID)
 	if err != nil {
 		return Result{}, err
 	}
@@ -235,7 +235,7 @@ func (a *applier) applyJob(e *Event) (Result, error) {
 // whether an event is stored never depends on the order of the others.
 func storable(s *JobState, e *Event) error {
 	if e.Tenant != s.Tenant {
-		return fmt.Errorf("job %s: event of tenant %q, job of %q: %w", s.JobID, e.Tenant, s.Tenant, ErrTenantMismatch)
+		return &otherTenantError{kind: "job", id: s.JobID, unknown: ErrUnknownJob}
 	}
 	if r := jobEventRegion(e.Body); r != "" && s.regionIndex(r) < 0 {
 		return fmt.Errorf("job %s: region %s: %w", s.JobID, r, ErrUnknownRegion)
@@ -301,7 +301,7 @@ func (a *applier) applyWorkflow(e *Event) (Result, error) {
 			return Result{}, err
 		}
 		if job != nil && job.f.s.Tenant != e.Tenant {
-			return rejected(fmt.Errorf("workflow %s: job of tenant %q: %w", id, job.f.s.Tenant, ErrTenantMismatch)), nil
+			return rejected(fmt.Errorf("workflow %s: job %s: %w", id, e.JobID, ErrTenantMismatch)), nil
 		}
 		return Result{Outcome: OutcomeApplied}, a.tx.PutWorkflow(newWorkflow(e, d))
 	}

@@ -6,8 +6,9 @@
 // ledger of a region's managers); package cluster wraps it as a raft.FSM.
 //
 // What it decides (fsm/DESIGN.md has the full rules):
-//   - Which events are stored. An event is stored at most once per id;
-//     the same id with other content is refused. Malformed and over-limit
+//   - Which events are stored. An event is stored at most once per
+//     (tenant, id): ids are scoped by tenant, and within a tenant the same
+//     id with other content is refused. Malformed and over-limit
 //     events, events of jobs without a stored JobCreated, and illegal
 //     workflow events are refused and leave no trace.
 //   - A job's state, as a pure function of the set of its stored events
@@ -25,7 +26,9 @@
 //   - Apply is deterministic: replicas applying the same entries in the
 //     same order hold byte-identical state (same digests, same snapshots).
 //   - Apply is atomic per batch (one Store transaction) and idempotent per
-//     Raft index and per event id.
+//     Raft index and per (tenant, event id).
+//   - No rejection names another tenant or tells that its job or
+//     workflow exists: an event naming one reads as naming an unknown one.
 //   - Every value a Store hands out is immutable; the Ledger copies before
 //     it changes a state.
 //

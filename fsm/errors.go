@@ -18,18 +18,28 @@ var (
 	// HTTP layer maps it to 413.
 	ErrLimit = errors.New("fsm: over limit")
 
-	// ErrEventConflict: an event id already stored with other content.
-	// Rejected: an id is an idempotency key, never reused.
+	// ErrEventConflict: an event id already stored for the event's tenant
+	// with other content. Rejected: an id is an idempotency key, never
+	// reused within a tenant (ids are scoped by tenant: another tenant's
+	// event with the same id neither conflicts nor is a duplicate).
 	ErrEventConflict = errors.New("fsm: event id already stored with different content")
 	// ErrUnknownJob: a job event for a job with no stored JobCreated.
 	ErrUnknownJob = errors.New("fsm: unknown job")
-	// ErrJobExists: a second JobCreated for a stored job id.
+	// ErrJobExists: a second JobCreated for a stored job id. Job ids are
+	// one space over all tenants, so a job id of another tenant is refused
+	// too, with the same message (it names no tenant).
 	ErrJobExists = errors.New("fsm: job already exists")
 	// ErrUnknownRegion: a job event naming a region the job is not
 	// assigned to.
 	ErrUnknownRegion = errors.New("fsm: region not assigned to the job")
 	// ErrTenantMismatch: an event whose tenant is not its job's or
-	// workflow's tenant.
+	// workflow's tenant. A job (or workflow) event naming another tenant's
+	// job (or workflow) is rejected with an error that reads exactly as an
+	// unknown job's (workflow's) and matches ErrUnknownJob
+	// (ErrUnknownWorkflow) first, so nothing tells the sender that the id
+	// exists; errors.Is(err, ErrTenantMismatch) also holds, for callers in
+	// this process. A WorkflowDispatched naming another tenant's job
+	// matches ErrTenantMismatch alone, without naming that tenant.
 	ErrTenantMismatch = errors.New("fsm: tenant does not match")
 	// ErrPrecedesCreation: a job event that orders before its JobCreated.
 	ErrPrecedesCreation = errors.New("fsm: event orders before the job's creation")
@@ -100,6 +110,23 @@ func (e *LimitError) Error() string {
 
 // Unwrap makes errors.Is hold for ErrLimit and ErrInvalidEvent.
 func (e *LimitError) Unwrap() []error { return []error{ErrLimit, ErrInvalidEvent} }
+
+// otherTenantError rejects an event naming a job or workflow (kind) of
+// another tenant. Its text is the one of an unknown job or workflow,
+// "<kind> <id>: <unknown's text>", and it unwraps to unknown first, so a
+// result code or HTTP status derived from the first matching sentinel is
+// the unknown one too; ErrTenantMismatch follows, for callers in this
+// process that need to tell the two apart. Neither the other tenant nor
+// the existence of the id shows (issue 17).
+type otherTenantError struct {
+	kind, id string
+	unknown  error // ErrUnknownJob or ErrUnknownWorkflow
+}
+
+func (e *otherTenantError) Error() string { return e.kind + " " + e.id + ": " + e.unknown.Error() }
+
+// Unwrap makes errors.Is hold for the unknown sentinel and ErrTenantMismatch.
+func (e *otherTenantError) Unwrap() []error { return []error{e.unknown, ErrTenantMismatch} }
 
 // TransitionError is an event a job's state does not allow: it names the
 // state the job is in and the state the event asked for.

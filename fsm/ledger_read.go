@@ -381,9 +381,11 @@ func (l *Ledger) JobByID(jobID string) (*JobState, error) {
 	return lookup(l, "job "+jobID, func(tx ReadTx) (*JobState, error) { return tx.Job(jobID) })
 }
 
-// Event returns the stored event with id (ErrNotFound if none).
-func (l *Ledger) Event(id EventID) (*StoredEvent, error) {
-	return lookup(l, "event "+id.String(), func(tx ReadTx) (*StoredEvent, error) { return tx.Event(id) })
+// Event returns the tenant's stored event with id (ErrNotFound if none,
+// also when only another tenant has an event with that id: event ids are
+// scoped by tenant).
+func (l *Ledger) Event(tenant string, id EventID) (*StoredEvent, error) {
+	return lookup(l, "event "+id.String(), func(tx ReadTx) (*StoredEvent, error) { return tx.Event(tenant, id) })
 }
 
 // lookup reads one value in a View; absent is ErrNotFound.

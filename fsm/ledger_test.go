@@ -154,11 +154,11 @@ func TestApplyEncodedMany_BadBatchRejectedAloneOthersApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range []fsm.Event{created, accepted} {
-		got, err := led.Event(e.ID)
+		got, err := led.Event(e.Tenant, e.ID)
 		if err != nil {
 			t.Fatalf("event %s: %v", e.ID, err)
 		}
-		want, err := ref.Event(e.ID)
+		want, err := ref.Event(e.Tenant, e.ID)
 		if err != nil {
 			t.Fatalf("reference event %s: %v", e.ID, err)
 		}

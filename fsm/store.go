@@ -56,8 +56,11 @@ type ReadTx interface {
 	// AppliedIndex is the Raft index of the last applied batch, 0 if none.
 	AppliedIndex() (uint64, error)
 
-	// Event returns the stored event with id, or nil.
-	Event(id EventID) (*StoredEvent, error)
+	// Event returns the tenant's stored event with id, or nil. Event ids
+	// are scoped by tenant: two tenants may store the same id, and a
+	// lookup never finds another tenant's event (the ForwardMark and
+	// worker events belong to the empty tenant).
+	Event(tenant string, id EventID) (*StoredEvent, error)
 	// JobEvents calls fn for every stored event with that job id (job and
 	// workflow events) whose key orders after `after`, in canonical order
 	// (Event.Key). The zero key starts at the beginning.
@@ -106,11 +109,11 @@ type Tx interface {
 	ReadTx
 	// SetAppliedIndex records the Raft index of the batch being applied.
 	SetAppliedIndex(index uint64) error
-	// PutEvent stores an event under its id and indexes it by job
-	// (JobEvents; worker events have no job) and by tenant chain
+	// PutEvent stores an event under its tenant and id and indexes it by
+	// job (JobEvents; worker events have no job) and by tenant chain
 	// (ChainEvents). A new event's Seq is one more than its tenant's last
-	// stored event's. Putting an id already stored replaces that event in
-	// place (same tenant, job, Seq and HLC required): the Ledger never
+	// stored event's. Putting a (tenant, id) already stored replaces that
+	// event in place (same job, Seq and HLC required): the Ledger never
 	// does, tests of tampering do.
 	PutEvent(e *StoredEvent) error
 	// PutChainHead records the tenant's chain head.

@@ -120,7 +120,7 @@ func newWorkflow(e *Event, b *WorkflowDispatched) *WorkflowState {
 // whether a worker may take a lease.
 func applyWorkflow(w *WorkflowState, e *Event, workerActive bool) (*WorkflowState, error) {
 	if w.Tenant != e.Tenant {
-		return nil, fmt.Errorf("workflow %s: %w", w.ID, ErrTenantMismatch)
+		return nil, &otherTenantError{kind: "workflow", id: w.ID, unknown: ErrUnknownWorkflow}
 	}
 	to, from := workflowTarget(e.Type), w.Status
 	if !workflowLegal(from, e.Type) {

@@ -13,9 +13,11 @@ import (
 
 // Idempotency keys (DESIGN §9): a submit with a key creates the job with
 // an event id derived from (tenant, key), so the replicated ledger itself
-// refuses a second job for the key on every gate (the id is stored once;
-// a second JobCreated with that id conflicts). A repeat finds the stored
-// JobCreated by id: same spec → 200 with the same job, other spec → 409.
+// refuses a second job for the key on every gate (the id is stored once
+// per tenant — event ids are scoped by tenant, so no other tenant can take
+// it; a second JobCreated with that id conflicts). A repeat finds the
+// stored JobCreated by (tenant, id): same spec → 200 with the same job,
+// other spec → 409.
 // Submits still in flight (acknowledged below the tier, not yet applied)
 // are remembered in a small per-gate cache so a quick retry to the same
 // gate gets the same answer before the ledger has it.

@@ -54,7 +54,7 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	eventID := commit.NewEventID()
 	if keyed {
 		eventID = idempotentEventID(spec.Tenant, spec.IdempotencyKey)
-		if out, found, err := j.replayFromLedger(eventID, &spec); found {
+		if out, found, err := j.replayFromLedger(spec.Tenant, eventID, &spec); found {
 			return out, err
 		}
 	}
@@ -87,7 +87,7 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 		if err := j.cfg.Applied.Wait(ctx, res.Index); err != nil {
 			return Submitted{}, submitError(err, res)
 		}
-		if out, found, err := j.replayFromLedger(eventID, &spec); found {
+		if out, found, err := j.replayFromLedger(spec.Tenant, eventID, &spec); found {
 			return out, err
 		}
 	}
@@ -113,9 +113,11 @@ func (j *Jobs) checkRegions(regions []string) error {
 }
 
 // replayFromLedger answers a submit whose key already created a job in
-// the ledger; found is false when the ledger does not have it.
-func (j *Jobs) replayFromLedger(id fsm.EventID, spec *fsm.JobSpec) (out Submitted, found bool, err error) {
-	se, err := j.cfg.Ledger.Event(id)
+// the ledger; found is false when the ledger does not have it. The lookup
+// is the tenant's own (event ids are scoped by tenant): another tenant's
+// event with the same id is neither found nor a conflict.
+func (j *Jobs) replayFromLedger(tenant string, id fsm.EventID, spec *fsm.JobSpec) (out Submitted, found bool, err error) {
+	se, err := j.cfg.Ledger.Event(tenant, id)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		return Submitted{}, false, nil

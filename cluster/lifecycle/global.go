@@ -241,7 +241,7 @@ func jobDelivery(tx fsm.ReadTx, s *fsm.JobState, stop bool) ([]fsm.Event, error)
 	}
 	var out []fsm.Event
 	for _, id := range ids {
-		se, err := tx.Event(id)
+		se, err := tx.Event(s.Tenant, id) // a job's events are of its tenant
 		if err != nil {
 			return nil, err
 		}

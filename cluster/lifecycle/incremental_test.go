@@ -210,7 +210,7 @@ func (h *incrHarness) forward() {
 		h.t.Fatal(err)
 	}
 	for _, e := range out {
-		if got, _ := h.global.ledger.Event(e.ID); got == nil {
+		if got, _ := h.global.ledger.Event(e.Tenant, e.ID); got == nil {
 			h.apply(h.global, e)
 		}
 	}

@@ -92,16 +92,21 @@ func ResultCode(err error) string {
 	return "error"
 }
 
-// resultCodes maps fsm's sentinel errors to stable wire codes.
+// resultCodes maps fsm's sentinel errors to stable wire codes, first
+// match wins: tenant_mismatch follows unknown_job and unknown_workflow,
+// so an event naming another tenant's job or workflow (an error matching
+// both) has the code of an unknown one (issue 17: nothing tells the
+// sender that the id exists).
 var resultCodes = []struct {
 	code string
 	err  error
 }{
 	{"event_conflict", fsm.ErrEventConflict}, {"unknown_job", fsm.ErrUnknownJob}, {"job_exists", fsm.ErrJobExists},
-	{"unknown_region", fsm.ErrUnknownRegion}, {"tenant_mismatch", fsm.ErrTenantMismatch},
+	{"unknown_region", fsm.ErrUnknownRegion},
 	{"precedes_creation", fsm.ErrPrecedesCreation}, {"terminal", fsm.ErrTerminal},
 	{"illegal_transition", fsm.ErrIllegalTransition}, {"stale_fence", fsm.ErrStaleFence},
 	{"unknown_workflow", fsm.ErrUnknownWorkflow}, {"workflow_exists", fsm.ErrWorkflowExists},
+	{"tenant_mismatch", fsm.ErrTenantMismatch},
 	{"unknown_worker", fsm.ErrUnknownWorker}, {"worker_exists", fsm.ErrWorkerExists},
 	{"worker_mismatch", fsm.ErrWorkerMismatch}, {"limit", fsm.ErrLimit}, {"invalid_event", fsm.ErrInvalidEvent},
 	{"malformed", fsm.ErrMalformed},

@@ -8,7 +8,8 @@
 // What it stores, per applied batch, in one bbolt transaction:
 //   - each new event's record, appended to its tenant's chain in blocks
 //     of consecutive seqs (a batch costs a few puts per tenant), and its
-//     id in the id index (the idempotency check of every event);
+//     tenant and id in the event index (the idempotency check of every
+//     event; ids are scoped by tenant);
 //   - each touched job's value, written once per batch: its state record
 //     and the newest entries of its history (the tail); older entries are
 //     sealed into chunks of K, so an event in canonical order costs no

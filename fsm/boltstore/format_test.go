@@ -50,7 +50,9 @@ func TestFormat_Golden(t *testing.T) {
 			"5354525442 4f4c54 01 01 0000 0201000000000000 613ddcf7"},
 		{"chain block", blockBytes([][]byte{{0xaa}, {0xbb, 0xcc}}), "02 01 aa 02 bbcc"},
 		{"forward mark value", mark, "01 ac02"},
-		{"layout", []byte{layoutVersion, layoutV1}, "02 01"},
+		{"event key", appendEventKey(nil, "acme", fsm.EventID{0: 0xab, 15: 0xcd}), "61636d65 00 ab0000000000000000000000000000cd"},
+		{"event key of worker events", appendEventKey(nil, "", fsm.EventID{15: 1}), "00 00000000000000000000000000000001"},
+		{"layout", []byte{layoutVersion, layoutV2, layoutV1}, "03 02 01"},
 		{"buckets", names, hex.EncodeToString([]byte("meta|chains|events|heads|jobs|history|index|workflows|workers|marks"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

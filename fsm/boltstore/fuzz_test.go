@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -133,6 +134,31 @@ func FuzzParseKeys(f *testing.F) {
 			if again := appendHeadKey(nil, tenant); !bytes.Equal(again, data) {
 				t.Fatalf("head key: encode(decode(b)) != b: %x %x", again, data)
 			}
+		}
+	})
+}
+
+// FuzzEventKey: the events bucket's key tenant ‖ 0 ‖ id is one key per
+// (tenant, id) — two tenants' events with one id never share a key, and
+// no tenant (none contains a 0 byte) reaches another's event — and it
+// ends with the id.
+func FuzzEventKey(f *testing.F) {
+	f.Add("acme", "globex", []byte("0123456789abcdef"), []byte("0123456789abcdef"))
+	f.Add("", "a", []byte("0123456789abcdef"), []byte("\x00123456789abcdef"))
+	f.Add("ab", "a", []byte("\x00123456789abcdef"), []byte("b\x00123456789abcde"))
+	f.Fuzz(func(t *testing.T, ta, tb string, a, b []byte) {
+		if strings.IndexByte(ta, 0) >= 0 || strings.IndexByte(tb, 0) >= 0 {
+			return
+		}
+		var ia, ib fsm.EventID
+		copy(ia[:], a)
+		copy(ib[:], b)
+		ka, kb := appendEventKey(nil, ta, ia), appendEventKey(nil, tb, ib)
+		if bytes.Equal(ka, kb) != (ta == tb && ia == ib) {
+			t.Fatalf("(%q, %x) and (%q, %x) give keys %x and %x", ta, ia, tb, ib, ka, kb)
+		}
+		if len(ka) != len(ta)+1+eventIDLen || !bytes.HasSuffix(ka, ia[:]) || ka[len(ta)] != 0 {
+			t.Fatalf("key of (%q, %x): %x", ta, ia, ka)
 		}
 	})
 }

@@ -167,7 +167,7 @@ func (s *Store) verifyImage(path string, index uint64, digest fsm.Hash) (err err
 	}
 	defer db.Close()
 	return db.View(func(btx *bolt.Tx) error {
-		if _, err := checkLayout(btx); err != nil {
+		if err := checkLayout(btx); err != nil {
 			return fmt.Errorf("%w: %w", fsm.ErrSnapshot, err)
 		}
 		t := &tx{}
@@ -222,7 +222,7 @@ func (s *Store) swap(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureLayout(db); err != nil { // a layout-1 image is upgraded
+	if err := ensureLayout(db); err != nil {
 		db.Close()
 		return fmt.Errorf("boltstore: swap %s: %w", s.cfg.Path, err)
 	}

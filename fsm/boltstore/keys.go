@@ -16,14 +16,14 @@ import (
 var (
 	bucketMeta      = []byte("meta")      // "applied", "layout"
 	bucketChains    = []byte("chains")    // tenant ‖ 0 ‖ seq (8, BE) → stored event record
-	bucketEvents    = []byte("events")    // event id (16) → chain key
+	bucketEvents    = []byte("events")    // tenant ‖ 0 ‖ event id (16) → chain key (layout 3)
 	bucketHeads     = []byte("heads")     // tenant ‖ 0 → chain head record
 	bucketJobs      = []byte("jobs")      // job id → job value
 	bucketHistory   = []byte("history")   // job id ‖ 0 ‖ sortable key (32) → chunk
 	bucketIndex     = []byte("index")     // secondary job indexes → empty
 	bucketWorkflows = []byte("workflows") // workflow id → workflow record
 	bucketWorkers   = []byte("workers")   // worker id → worker record
-	bucketMarks     = []byte("marks")     // tenant → forward mark record (layout 2)
+	bucketMarks     = []byte("marks")     // tenant → forward mark record (since layout 2)
 
 	allBuckets = [][]byte{bucketMeta, bucketChains, bucketEvents, bucketHeads, bucketJobs,
 		bucketHistory, bucketIndex, bucketWorkflows, bucketWorkers, bucketMarks}
@@ -33,11 +33,12 @@ var (
 )
 
 // Versions of the bucket layout of FORMAT.md. Never change the meaning
-// of a version. Layout 1 is layout 2 without the marks bucket: Open
-// upgrades it in place (upgradeLayout), RestoreImage accepts its images.
+// of a version. Layout 3 keys the events bucket by tenant and id; layouts
+// 1 and 2 (ids alone) are refused with ErrOldLayout, not migrated.
 const (
-	layoutVersion = 2
-	layoutV1      = 1
+	layoutVersion = 3
+	layoutV2      = 2 // events keyed by id alone (and forward marks)
+	layoutV1      = 1 // layout 2 without forward marks
 )
 
 // Index key kinds (the first byte of an index key).
@@ -79,6 +80,18 @@ func parseChainKey(k []byte) (tenant string, seq uint64, err error) {
 		return "", 0, fmt.Errorf("%w: chain key %x", ErrCorrupt, k)
 	}
 	return string(k[:n]), binary.BigEndian.Uint64(k[n+1:]), nil
+}
+
+// eventIDLen is the length of an event key's id part.
+const eventIDLen = len(fsm.EventID{})
+
+// appendEventKey appends tenant ‖ 0 ‖ id (16): event ids are scoped by
+// tenant, so two tenants' events with one id have two keys. The worker
+// events' tenant "" gives 0 ‖ id.
+func appendEventKey(b []byte, tenant string, id fsm.EventID) []byte {
+	b = append(b, tenant...)
+	b = append(b, 0)
+	return append(b, id[:]...)
 }
 
 // appendHeadKey appends tenant ‖ 0 (bbolt refuses the empty key of the

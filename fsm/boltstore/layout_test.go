@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -34,11 +36,12 @@ func mustOpen(t *testing.T, cfg Config) (*Store, *fsm.Ledger) {
 	return st, led
 }
 
-// layout1File writes a closed store of layout 1 at cfg.Path (a store of
-// this version with its marks bucket removed and layout byte 1, as the
-// previous version wrote it, and a clean-shutdown marker) and returns its
-// ledger digest and applied index.
-func layout1File(t *testing.T, cfg Config) (fsm.Hash, uint64) {
+// oldLayoutFile writes a closed store of an old layout (1 or 2) at
+// cfg.Path, as the previous releases wrote it: a store of this version
+// whose events bucket is re-keyed by event id alone, with layout byte
+// version (and, for layout 1, no marks bucket), and a clean-shutdown
+// marker. It returns the ledger digest and applied index.
+func oldLayoutFile(t *testing.T, cfg Config, version byte) (fsm.Hash, uint64) {
 	t.Helper()
 	st, led := mustOpen(t, cfg)
 	j := fsmtest.NewJob("use1-1700000000000-gate1-00001", "acme", 100, "use1")
@@ -54,27 +57,49 @@ func layout1File(t *testing.T, cfg Config) (fsm.Hash, uint64) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	setLayout(t, cfg.Path, layoutV1, true)
-	return digest, index
-}
-
-// setLayout rewrites the layout byte (and drops the marks bucket) of a
-// closed store, keeping its clean-shutdown marker valid.
-func setLayout(t *testing.T, path string, version byte, dropMarks bool) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(btx *bolt.Tx) error {
-		if dropMarks {
+	rewrite(t, cfg.Path, func(btx *bolt.Tx) error {
+		events := btx.Bucket(bucketEvents)
+		type kv struct{ k, v []byte }
+		var old []kv
+		if err := events.ForEach(func(k, v []byte) error {
+			old = append(old, kv{bytes.Clone(k), bytes.Clone(v)})
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, e := range old {
+			if err := events.Delete(e.k); err != nil {
+				return err
+			}
+			if err := events.Put(e.k[len(e.k)-eventIDLen:], e.v); err != nil { // the id alone
+				return err
+			}
+		}
+		if version == layoutV1 {
 			if err := btx.DeleteBucket(bucketMarks); err != nil {
 				return err
 			}
 		}
 		return btx.Bucket(bucketMeta).Put(metaLayout, []byte{version})
 	})
+	return digest, index
+}
+
+// setLayout rewrites the layout byte of a closed store.
+func setLayout(t *testing.T, path string, version byte) {
+	t.Helper()
+	rewrite(t, path, func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Put(metaLayout, []byte{version}) })
+}
+
+// rewrite runs fn on a closed store, keeping its clean-shutdown marker
+// valid.
+func rewrite(t *testing.T, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
 	}
 	txid := lastTxID(db)
@@ -117,38 +142,47 @@ func applyMark(t *testing.T, led *fsm.Ledger, want map[string]uint64) {
 	}
 }
 
-// Open upgrades a layout-1 file in place: layout 2, an empty marks
-// bucket, the rest untouched; marks then apply and survive a reopen.
-func TestOpen_UpgradesALayout1File(t *testing.T) {
-	cfg := layoutConfig(t)
-	digest, index := layout1File(t, cfg)
-	st, led := mustOpen(t, cfg)
-	if st.Rebuilt() != "" {
-		t.Fatalf("the layout-1 file was discarded: %s", st.Rebuilt())
-	}
-	if v, marks := layoutOf(t, st); v != layoutVersion || !marks {
-		t.Fatalf("layout %d, marks bucket %v after the upgrade", v, marks)
-	}
-	if d, i, err := led.Digest(); err != nil || d != digest || i != index {
-		t.Fatalf("digest %s at %d (%v), want %s at %d", d, i, err, digest, index)
-	}
-	if got, err := led.ForwardMarks(); err != nil || len(got) != 0 {
-		t.Fatalf("marks of an upgraded file %v %v", got, err)
-	}
-	applyMark(t, led, map[string]uint64{"acme": 2})
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, led = mustOpen(t, cfg)
-	if got, _ := led.ForwardMark("acme"); got != 2 {
-		t.Fatalf("mark after reopening %d, want 2", got)
+// A store of layout 1 or 2 (events keyed by id alone) is refused at
+// every Open with ErrOldLayout, saying what to do; the file and its
+// clean-shutdown marker stay as they were (no migration, no silent
+// discard at the next Open).
+func TestOpen_RefusesAnOldLayout(t *testing.T) {
+	for _, version := range []byte{layoutV1, layoutV2} {
+		t.Run(fmt.Sprintf("layout %d", version), func(t *testing.T) {
+			cfg := layoutConfig(t)
+			oldLayoutFile(t, cfg, version)
+			before, err := os.ReadFile(cfg.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				st, err := Open(cfg)
+				if err == nil {
+					st.Close()
+					t.Fatalf("layout %d opened", version)
+				}
+				if !errors.Is(err, ErrOldLayout) || errors.Is(err, ErrCorrupt) ||
+					!strings.Contains(err.Error(), fmt.Sprintf("layout %d, this release reads layout %d", version, layoutVersion)) {
+					t.Fatalf("open of layout %d: %v, want ErrOldLayout", version, err)
+				}
+				if after, err := os.ReadFile(cfg.Path); err != nil || !bytes.Equal(after, before) {
+					t.Fatalf("a refused open changed the file (%v)", err)
+				}
+				if _, found, err := readMarker(cfg.Path + ".state"); !found || err != nil {
+					t.Fatalf("a refused open removed the clean-shutdown marker (%v)", err)
+				}
+			}
+		})
 	}
 }
 
 func TestOpen_RefusesAnUnknownLayout(t *testing.T) {
 	cfg := layoutConfig(t)
-	layout1File(t, cfg)
-	setLayout(t, cfg.Path, layoutVersion+1, false)
+	st, _ := mustOpen(t, cfg)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	setLayout(t, cfg.Path, layoutVersion+1)
 	if st, err := Open(cfg); !errors.Is(err, ErrCorrupt) {
 		if err == nil {
 			st.Close()
@@ -167,36 +201,57 @@ func frameImage(t *testing.T, file []byte, index uint64, digest fsm.Hash) []byte
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// An image of a layout-1 store (a replica not yet upgraded) restores and
-// is upgraded as it is swapped in; an image of an unknown layout is
-// refused.
-func TestRestoreImage_UpgradesALayout1Image(t *testing.T) {
-	src := layoutConfig(t)
-	digest, index := layout1File(t, src)
-	file, err := os.ReadFile(src.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+// An image of a layout-1 or layout-2 store (a replica of an older
+// release) is refused (fsm.ErrSnapshot and ErrOldLayout) and the store
+// keeps its state; so is an image of an unknown layout.
+func TestRestoreImage_RefusesAnOldLayout(t *testing.T) {
 	st, led := mustOpen(t, layoutConfig(t))
-	if err := led.Restore(bytes.NewReader(frameImage(t, file, index, digest))); err != nil {
-		t.Fatal(err)
-	}
-	if v, marks := layoutOf(t, st); v != layoutVersion || !marks {
-		t.Fatalf("layout %d, marks bucket %v after restoring a layout-1 image", v, marks)
-	}
-	if d, i, err := led.Digest(); err != nil || d != digest || i != index {
-		t.Fatalf("digest %s at %d (%v), want %s at %d", d, i, err, digest, index)
-	}
 	applyMark(t, led, map[string]uint64{"acme": 2})
-
-	setLayout(t, src.Path, layoutVersion+1, false)
-	if file, err = os.ReadFile(src.Path); err != nil {
-		t.Fatal(err)
-	}
-	if err := led.Restore(bytes.NewReader(frameImage(t, file, index, digest))); !errors.Is(err, fsm.ErrSnapshot) {
-		t.Fatalf("image of layout %d: %v, want ErrSnapshot", layoutVersion+1, err)
+	for _, version := range []byte{layoutV1, layoutV2, layoutVersion + 1} {
+		src := layoutConfig(t)
+		digest, index := oldLayoutFile(t, src, version)
+		file, err := os.ReadFile(src.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = led.Restore(bytes.NewReader(frameImage(t, file, index, digest)))
+		if !errors.Is(err, fsm.ErrSnapshot) || errors.Is(err, ErrOldLayout) != (version != layoutVersion+1) {
+			t.Fatalf("image of layout %d: %v, want ErrSnapshot (and ErrOldLayout for 1 and 2)", version, err)
+		}
 	}
 	if got, _ := led.ForwardMark("acme"); got != 2 {
 		t.Fatal("a refused image changed the store")
+	}
+	if v, marks := layoutOf(t, st); v != layoutVersion || !marks {
+		t.Fatalf("layout %d, marks bucket %v after refused images", v, marks)
+	}
+}
+
+// The events bucket holds one key per applied event, tenant ‖ 0 ‖ id
+// (FORMAT.md), pointing at the event's chain key: two tenants' events
+// with one id are two keys.
+func TestEvents_KeyedByTenantAndID(t *testing.T) {
+	st, led := mustOpen(t, layoutConfig(t))
+	a := fsmtest.NewJob("use1-1700000000000-gate1-00001", "acme", 100, "use1")
+	b := fsmtest.NewJob("use1-1700000000000-gate1-00002", "globex", 100, "use1")
+	events := []fsm.Event{a.Created(), b.Created()}
+	if r, err := led.Apply(1, events); err != nil || r[0].Outcome != fsm.OutcomeApplied || r[1].Outcome != fsm.OutcomeApplied {
+		t.Fatalf("%+v %v", r, err)
+	}
+	want := map[string]string{}
+	for _, e := range events {
+		want[string(appendEventKey(nil, e.Tenant, e.ID))] = string(appendChainKey(nil, e.Tenant, 1))
+	}
+	got := map[string]string{}
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	err := st.db.View(func(btx *bolt.Tx) error {
+		return btx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
+			got[string(k)] = string(v)
+			return nil
+		})
+	})
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("events bucket %q (%v), want %q", got, err, want)
 	}
 }

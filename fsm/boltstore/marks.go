@@ -11,8 +11,8 @@ import (
 // region forwards), rewritten in place.
 
 func (t *tx) ForwardMark(tenant string) (uint64, error) {
-	if t.marks == nil || tenant == "" {
-		return 0, nil // a layout-1 image under verification; bbolt has no empty key
+	if tenant == "" {
+		return 0, nil // bbolt has no empty key
 	}
 	v := t.marks.Get([]byte(tenant))
 	if v == nil {
@@ -26,9 +26,6 @@ func (t *tx) ForwardMark(tenant string) (uint64, error) {
 }
 
 func (t *tx) ForwardMarks(fn func(string, uint64) error) error {
-	if t.marks == nil {
-		return nil
-	}
 	c := t.marks.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		seq, err := fsm.DecodeForwardMark(v)

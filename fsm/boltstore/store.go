@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,6 +20,13 @@ var ErrClosed = errors.New("boltstore: store is closed")
 // ErrCorrupt wraps every error about bytes of the file (or a marker) that
 // do not decode: the store cannot be served and must be rebuilt.
 var ErrCorrupt = errors.New("boltstore: corrupt store")
+
+// ErrOldLayout is the refusal of a store (or a snapshot image) written by
+// an older release in layout 1 or 2, whose events bucket is keyed by
+// event id alone: this release keys it by tenant and id (layout 3) and
+// does not migrate (FORMAT.md). Open refuses such a file every time,
+// leaving it and its clean-shutdown marker as they were.
+var ErrOldLayout = errors.New("boltstore: store of an old layout (event ids not scoped by tenant), not migrated")
 
 // Store is the bbolt fsm.Store and fsm.ImageStore. Safe for concurrent
 // use: Views run in parallel with each other and with one Update.
@@ -95,7 +101,9 @@ func (s *Store) openChecked() (*bolt.DB, error) {
 	case exists && info.Size() == 0:
 		s.rebuilt = "empty file"
 	case exists && m.State == markerClean:
-		if txid, err := s.fileTxID(); err != nil {
+		if txid, err := s.fileTxID(m.TxID); errors.Is(err, ErrOldLayout) {
+			return nil, fmt.Errorf("boltstore: open %s: %w", s.cfg.Path, err)
+		} else if err != nil {
 			s.rebuilt = fmt.Sprintf("clean-shutdown marker, but the file does not open: %v", err)
 		} else if txid != m.TxID {
 			s.rebuilt = fmt.Sprintf("clean-shutdown marker names transaction %d, the file ends at %d", m.TxID, txid)
@@ -163,8 +171,12 @@ func (s *Store) options(readOnly bool) *bolt.Options {
 }
 
 // fileTxID reads the last transaction id of the file, opening it
-// read-only (which reads the meta pages only).
-func (s *Store) fileTxID() (uint64, error) {
+// read-only (which reads the meta pages only). If it is want (the file is
+// the one the clean-shutdown marker vouches for), it also reads the
+// layout byte and refuses an old layout (ErrOldLayout) before Open
+// removes the marker: an old store is refused at every Open, never
+// discarded by the next one.
+func (s *Store) fileTxID(want uint64) (uint64, error) {
 	opts := s.options(true)
 	opts.InitialMmapSize = 0
 	db, err := bolt.Open(s.cfg.Path, 0o600, opts)
@@ -172,7 +184,16 @@ func (s *Store) fileTxID() (uint64, error) {
 		return 0, err
 	}
 	defer db.Close()
-	return lastTxID(db), nil
+	txid := lastTxID(db)
+	if txid != want {
+		return txid, nil
+	}
+	return txid, db.View(func(btx *bolt.Tx) error {
+		if meta := btx.Bucket(bucketMeta); meta != nil {
+			return refuseOldLayout(meta.Get(metaLayout))
+		}
+		return nil
+	})
 }
 
 func lastTxID(db *bolt.DB) uint64 {
@@ -182,26 +203,19 @@ func lastTxID(db *bolt.DB) uint64 {
 }
 
 // ensureLayout checks the buckets and the layout version, creating them
-// in a new file and upgrading a file of layout 1; it writes nothing to a
-// file of the current layout.
+// in a new file; it writes nothing to an existing file, and refuses one
+// of an old layout (ErrOldLayout: no migration).
 func ensureLayout(db *bolt.DB) error {
-	fresh, version := false, byte(0)
+	fresh := false
 	err := db.View(func(btx *bolt.Tx) error {
 		if btx.Bucket(bucketMeta) == nil {
 			fresh = true
 			return nil
 		}
-		var err error
-		version, err = checkLayout(btx)
-		return err
+		return checkLayout(btx)
 	})
-	switch {
-	case err != nil:
+	if err != nil || !fresh {
 		return err
-	case version == layoutV1:
-		return db.Update(upgradeLayout)
-	case !fresh:
-		return nil
 	}
 	return db.Update(func(btx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -213,33 +227,37 @@ func ensureLayout(db *bolt.DB) error {
 	})
 }
 
-// checkLayout checks that btx holds a store of the current layout or of
-// layout 1 (every bucket but marks) and returns which.
-func checkLayout(btx *bolt.Tx) (byte, error) {
+// checkLayout checks that btx holds a store of the current layout: its
+// layout byte and every bucket. Layouts 1 and 2 are ErrOldLayout.
+func checkLayout(btx *bolt.Tx) error {
 	meta := btx.Bucket(bucketMeta)
 	if meta == nil {
-		return 0, fmt.Errorf("%w: no bucket %q", ErrCorrupt, bucketMeta)
+		return fmt.Errorf("%w: no bucket %q", ErrCorrupt, bucketMeta)
 	}
 	v := meta.Get(metaLayout)
-	if len(v) != 1 || (v[0] != layoutVersion && v[0] != layoutV1) {
-		return 0, fmt.Errorf("%w: layout version %x, want %d (or %d, upgraded)", ErrCorrupt, v, layoutVersion, layoutV1)
+	if err := refuseOldLayout(v); err != nil {
+		return err
+	}
+	if len(v) != 1 || v[0] != layoutVersion {
+		return fmt.Errorf("%w: layout version %x, want %d", ErrCorrupt, v, layoutVersion)
 	}
 	for _, name := range allBuckets {
-		if btx.Bucket(name) == nil && (v[0] != layoutV1 || !bytes.Equal(name, bucketMarks)) {
-			return 0, fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
+		if btx.Bucket(name) == nil {
+			return fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
 		}
 	}
-	return v[0], nil
+	return nil
 }
 
-// upgradeLayout turns a layout-1 file into the current layout in one
-// transaction: layout 1 is layout 2 without forward marks, so it adds the
-// empty marks bucket and the new version.
-func upgradeLayout(btx *bolt.Tx) error {
-	if _, err := btx.CreateBucketIfNotExists(bucketMarks); err != nil {
-		return fmt.Errorf("%w: create bucket %s: %v", ErrCorrupt, bucketMarks, err)
+// refuseOldLayout returns ErrOldLayout, with what to do, for the layout
+// byte of a store written by an older release; nil for any other.
+func refuseOldLayout(v []byte) error {
+	if len(v) != 1 || (v[0] != layoutV1 && v[0] != layoutV2) {
+		return nil
 	}
-	return btx.Bucket(bucketMeta).Put(metaLayout, []byte{layoutVersion})
+	return fmt.Errorf("%w: layout %d, this release reads layout %d only: start this node from an empty "+
+		"data directory (every store and snapshot of the cluster must be recreated), or run the previous release",
+		ErrOldLayout, v[0], layoutVersion)
 }
 
 // removeTemps removes what an interrupted restore left next to path.

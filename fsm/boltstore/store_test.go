@@ -64,3 +64,13 @@ func TestLedger_JobsReadFromFileAgainstModel(t *testing.T) {
 	fsmtest.Drive(t, seed, led, m, 3000, 40)
 	fsmtest.CompareWithModel(t, led, m)
 }
+
+// Issue 17, finding 2, on the bbolt store (events keyed tenant ‖ 0 ‖ id;
+// TestLedgerSuite runs them too, as fsm/memstore does on its store).
+func TestFinding2_EventIDsAreScopedByTenant(t *testing.T) {
+	fsmtest.RunEventIDsScopedByTenant(t, newStore)
+}
+
+func TestFinding2_RejectionsDoNotRevealOtherTenants(t *testing.T) {
+	fsmtest.RunRejectionsDoNotRevealOtherTenants(t, newStore)
+}

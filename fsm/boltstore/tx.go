@@ -27,6 +27,7 @@ type tx struct {
 	meta, chains, events, heads, jobs, history, index, workflows, workers, marks *bolt.Bucket
 
 	evCursor *bolt.Cursor // Event's, created on first use
+	evKey    []byte       // scratch: the key Event seeks (and putEvent gets)
 	wfCursor *bolt.Cursor // Workflow's, created on first use
 	wfKey    []byte       // scratch: the key Workflow seeks
 
@@ -37,8 +38,9 @@ type tx struct {
 	entries    map[string]*jobEntry // jobs loaded or changed in this transaction
 	dirty      []*jobEntry          // entries to write at flush, in first-touch order
 	lastSeq    map[string]uint64    // tenant -> last chain seq, once read
-	missed     bool                 // Event(miss) found nothing, and nothing was put since
+	missed     bool                 // Event(missTenant, miss) found nothing, and nothing was put since
 	miss       fsm.EventID
+	missTenant string
 	keys       [][]byte              // scratch of reindex
 	blocks     map[string]*openBlock // tenant -> its open chain block
 	freeBlocks []*openBlock
@@ -51,20 +53,18 @@ type tx struct {
 
 var errReadOnly = errors.New("boltstore: write in a read-only transaction")
 
-// bind opens the buckets of btx. Every bucket must exist, but marks may
-// be missing from a read-only transaction: a layout-1 image being
-// verified (verifyImage) has none yet, and reads then find no marks.
+// bind opens the buckets of btx; every bucket must exist.
 func (t *tx) bind(btx *bolt.Tx) error {
 	t.btx, t.evCursor, t.wfCursor = btx, nil, nil
 	ptrs := []**bolt.Bucket{&t.meta, &t.chains, &t.events, &t.heads, &t.jobs, &t.history, &t.index, &t.workflows, &t.workers, &t.marks}
 	for i, name := range allBuckets {
-		if *ptrs[i] = btx.Bucket(name); *ptrs[i] == nil && (t.write || !bytes.Equal(name, bucketMarks)) {
+		if *ptrs[i] = btx.Bucket(name); *ptrs[i] == nil {
 			return fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
 		}
 	}
 	if t.write {
 		t.chains.FillPercent = 1    // appends at the end of each tenant's chain
-		t.events.FillPercent = 0.9  // appends if ids increase (fsmtest), random inserts otherwise
+		t.events.FillPercent = 0.9  // appends if a tenant's ids increase, random inserts otherwise
 		t.history.FillPercent = 0.9 // a job's chunks are appended in key order
 		t.jobs.FillPercent = 0.9    // job ids increase: new jobs append
 		t.index.FillPercent = 0.9   // job ids increase: keys append to their range
@@ -83,17 +83,25 @@ func (t *tx) AppliedIndex() (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-func (t *tx) Event(id fsm.EventID) (*fsm.StoredEvent, error) {
+// Event looks the tenant's event up by its key tenant ‖ 0 ‖ id (ids are
+// scoped by tenant), seeking one cursor reused by the many lookups of a
+// batch, and checks that the record found is that event.
+func (t *tx) Event(tenant string, id fsm.EventID) (*fsm.StoredEvent, error) {
 	if t.evCursor == nil {
-		t.evCursor = t.events.Cursor() // one cursor for the many lookups of a batch
+		t.evCursor = t.events.Cursor()
 	}
-	k, ck := t.evCursor.Seek(id[:])
-	if !bytes.Equal(k, id[:]) {
-		t.missed, t.miss = true, id
+	t.evKey = appendEventKey(t.evKey[:0], tenant, id)
+	k, ck := t.evCursor.Seek(t.evKey)
+	if !bytes.Equal(k, t.evKey) {
+		t.missed, t.miss, t.missTenant = true, id, tenant
 		return nil, nil
 	}
 	t.missed = false
-	return t.eventAt(ck)
+	se, err := t.eventAt(ck)
+	if err == nil && (se.Tenant != tenant || se.ID != id) {
+		return nil, fmt.Errorf("%w: event key %x points at event %s of tenant %q", ErrCorrupt, k, se.ID, se.Tenant)
+	}
+	return se, err
 }
 
 func (t *tx) ChainHead(tenant string) (fsm.ChainHead, bool, error) {

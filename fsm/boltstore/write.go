@@ -20,8 +20,8 @@ func (t *tx) SetAppliedIndex(index uint64) error {
 }
 
 // PutEvent appends a new event to its tenant's chain (its record under
-// the chain key), indexes it by id and adds it to its job's history; an
-// id already stored has its record replaced in place.
+// the chain key), indexes it by tenant and id and adds it to its job's
+// history; a (tenant, id) already stored has its record replaced in place.
 func (t *tx) PutEvent(se *fsm.StoredEvent) error { return t.putEvent(se, nil) }
 
 // PutEncodedEvent implements fsm.EncodedEventTx: PutEvent without
@@ -32,16 +32,17 @@ func (t *tx) putEvent(se *fsm.StoredEvent, body []byte) error {
 	if !t.write {
 		return errReadOnly
 	}
-	if !t.missed || t.miss != se.ID { // Event(id) just found nothing: skip the lookup
-		if ck := t.events.Get(se.ID[:]); ck != nil {
+	if err := checkKeyPart("tenant", se.Tenant); err != nil {
+		return err
+	}
+	if !t.missed || t.miss != se.ID || t.missTenant != se.Tenant { // Event just found nothing: skip the lookup
+		t.evKey = appendEventKey(t.evKey[:0], se.Tenant, se.ID)
+		if ck := t.events.Get(t.evKey); ck != nil {
 			t.missed = false
 			return t.replaceEvent(bytes.Clone(ck), se)
 		}
 	}
 	t.missed = false
-	if err := checkKeyPart("tenant", se.Tenant); err != nil {
-		return err
-	}
 	last, err := t.chainLast(se.Tenant)
 	if err != nil {
 		return err
@@ -53,7 +54,8 @@ func (t *tx) putEvent(se *fsm.StoredEvent, body []byte) error {
 		return err
 	}
 	ck := t.ar.keep(appendChainKey(t.ar.room(len(se.Tenant)+1+seqLen), se.Tenant, se.Seq))
-	if err := t.events.Put(t.ar.keep(append(t.ar.room(16), se.ID[:]...)), ck); err != nil {
+	ek := t.ar.keep(appendEventKey(t.ar.room(len(se.Tenant)+1+eventIDLen), se.Tenant, se.ID))
+	if err := t.events.Put(ek, ck); err != nil {
 		return fmt.Errorf("boltstore: index event %s: %w", se.ID, err)
 	}
 	t.lastSeq[se.Tenant] = se.Seq

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -19,8 +20,9 @@ var classes = []error{
 	fsm.ErrWorkflowExists, fsm.ErrUnknownWorker, fsm.ErrWorkerExists, fsm.ErrWorkerMismatch,
 }
 
-// Class names an error by its sentinel and, for transition and fence
-// errors, their fields: two results agree if their classes are equal.
+// Class names an error by its sentinels (every one it matches, in the
+// order of classes) and, for transition and fence errors, their fields:
+// two results agree if their classes are equal.
 func Class(err error) string {
 	if err == nil {
 		return "nil"
@@ -37,12 +39,16 @@ func Class(err error) string {
 	if errors.As(err, &fe) {
 		return fmt.Sprintf("stale fence %d < %d", fe.Fence, fe.Current)
 	}
+	var names []string
 	for _, c := range classes {
 		if errors.Is(err, c) {
-			return c.Error()
+			names = append(names, c.Error())
 		}
 	}
-	return "other: " + err.Error()
+	if len(names) == 0 {
+		return "other: " + err.Error()
+	}
+	return strings.Join(names, " + ")
 }
 
 // SameResults reports the first difference between two result lists.

@@ -12,8 +12,9 @@ import (
 // Gen produces a random stream of events that exercises every rule:
 // conflicting decisive events with random fences and nodes, events that
 // arrive out of canonical order (the recompute path), duplicates, reused
-// ids with other content, unknown jobs, unassigned regions, foreign
-// tenants, invalid events, workflow and worker events, legal or not, and
+// ids with other content, ids of one tenant's events reused by another
+// tenant (ids are scoped by tenant), unknown jobs, unassigned regions,
+// foreign tenants, invalid events, workflow and worker events, legal or not, and
 // forward marks that raise, repeat or go back.
 // It knows nothing of the rules; the Ledger and the Model decide.
 type Gen struct {
@@ -107,14 +108,26 @@ func (g *Gen) Next() fsm.Event {
 	return e
 }
 
-// resend repeats an earlier event, or reuses its id with other content.
+// resend repeats an earlier event, or reuses its id with other content:
+// the same event with another fence, or a new job event or JobCreated
+// (likely of another tenant: not a conflict, a new event).
 func (g *Gen) resend() fsm.Event {
 	e := g.sent[g.rng.IntN(len(g.sent))]
-	if g.pct(70) {
+	switch r := g.rng.IntN(100); {
+	case r < 60:
+		return e
+	case r < 80:
+		e.Fence++
 		return e
 	}
-	e.Fence++
-	return e
+	var n fsm.Event
+	if len(g.jobs) > 0 && g.pct(70) {
+		n = g.jobEvent()
+	} else {
+		n = g.create()
+	}
+	n.ID = e.ID
+	return n
 }
 
 // spoil makes an event invalid in one of a few ways.

@@ -3,6 +3,7 @@ package fsmtest
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,12 +20,17 @@ import (
 // body encoding and ChainLink, which have tests of their own.
 type Model struct {
 	Applied   uint64
-	events    map[fsm.EventID]*modelEvent
-	jobEvents map[string][]*fsm.Event // stored job events per job, arrival order
+	events    map[modelKey]*modelEvent // by tenant and id: ids are scoped by tenant
+	jobEvents map[string][]*fsm.Event  // stored job events per job, arrival order
 	chains    map[string][]*modelEvent
 	workflows map[string]*fsm.WorkflowState
 	workers   map[string]*fsm.WorkerState
 	marks     map[string]uint64
+}
+
+type modelKey struct {
+	tenant string
+	id     fsm.EventID
 }
 
 type modelEvent struct {
@@ -37,7 +43,7 @@ type modelEvent struct {
 // NewModel returns an empty model.
 func NewModel() *Model {
 	return &Model{
-		events:    map[fsm.EventID]*modelEvent{},
+		events:    map[modelKey]*modelEvent{},
 		jobEvents: map[string][]*fsm.Event{},
 		chains:    map[string][]*modelEvent{},
 		workflows: map[string]*fsm.WorkflowState{},
@@ -70,7 +76,7 @@ func (m *Model) apply(e *fsm.Event) fsm.Result {
 	if err != nil {
 		return reject(err)
 	}
-	if prev := m.events[e.ID]; prev != nil {
+	if prev := m.events[modelKey{e.Tenant, e.ID}]; prev != nil {
 		p := prev.e
 		same := p.Type == e.Type && p.JobID == e.JobID && p.Tenant == e.Tenant && p.Region == e.Region &&
 			p.Node == e.Node && p.HLC == e.HLC && p.Fence == e.Fence && prev.bodyHash == bh
@@ -105,7 +111,7 @@ func (m *Model) store(e *fsm.Event, bh fsm.Hash) uint64 {
 	}
 	me := &modelEvent{e: e, bodyHash: bh, seq: prev.Seq + 1, link: fsm.ChainLink(prev, e, bh)}
 	m.chains[e.Tenant] = append(chain, me)
-	m.events[e.ID] = me
+	m.events[modelKey{e.Tenant, e.ID}] = me
 	if e.Type.IsJob() {
 		m.jobEvents[e.JobID] = append(m.jobEvents[e.JobID], e)
 	}
@@ -126,8 +132,8 @@ func (m *Model) applyJob(e *fsm.Event) fsm.Result {
 	c := evs[0]
 	assigned := c.Body.(*fsm.JobCreated).AssignedRegions
 	switch {
-	case e.Tenant != c.Tenant:
-		return reject(fsm.ErrTenantMismatch)
+	case e.Tenant != c.Tenant: // reads as an unknown job
+		return reject(errors.Join(fsm.ErrUnknownJob, fsm.ErrTenantMismatch))
 	case regionOf(e.Body) != "" && !slices.Contains(assigned, regionOf(e.Body)):
 		return reject(fsm.ErrUnknownRegion)
 	case e.Key().Compare(c.Key()) <= 0:

@@ -1,6 +1,8 @@
 package fsmtest
 
 import (
+	"errors"
+
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -37,8 +39,8 @@ func (m *Model) applyWorkflow(e *fsm.Event) fsm.Result {
 	if old == nil {
 		return reject(fsm.ErrUnknownWorkflow)
 	}
-	if old.Tenant != e.Tenant {
-		return reject(fsm.ErrTenantMismatch)
+	if old.Tenant != e.Tenant { // reads as an unknown workflow
+		return reject(errors.Join(fsm.ErrUnknownWorkflow, fsm.ErrTenantMismatch))
 	}
 	w := *old
 	if err := m.workflowStep(&w, e); err != nil {

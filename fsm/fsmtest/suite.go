@@ -25,6 +25,8 @@ func RunStoreSuite(t *testing.T, newStore NewStore) {
 	t.Run("FailedUpdateLeavesNoTrace", func(t *testing.T) { RunStoreAtomicity(t, newStore) })
 	t.Run("FailedApplyLeavesNoTrace", func(t *testing.T) { RunApplyFailure(t, newStore) })
 	t.Run("ReadsRunConcurrentlyWithApply", func(t *testing.T) { RunConcurrentReads(t, newStore) })
+	t.Run("EventIDsAreScopedByTenant", func(t *testing.T) { RunEventIDsScopedByTenant(t, newStore) })
+	t.Run("RejectionsDoNotRevealOtherTenants", func(t *testing.T) { RunRejectionsDoNotRevealOtherTenants(t, newStore) })
 }
 
 // EnvInt reads a positive integer knob from the environment.

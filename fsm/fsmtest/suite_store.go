@@ -68,7 +68,7 @@ func RunStoreAtomicity(t *testing.T, newStore NewStore) {
 					t.Fatalf("write inside the transaction: %v", err)
 				}
 			}
-			if se, _ := tx.Event(e.ID); se == nil {
+			if se, _ := tx.Event(e.Tenant, e.ID); se == nil {
 				t.Fatal("a transaction does not read its own write")
 			}
 			if seq, _ := tx.ForwardMark(job.Tenant); seq != 1<<40 {

@@ -42,7 +42,7 @@ func New() *Store { return &Store{st: newState()} }
 
 type state struct {
 	applied   uint64
-	events    map[fsm.EventID]*fsm.StoredEvent
+	events    map[eventKey]*fsm.StoredEvent // by tenant and id
 	history   map[string][]*fsm.StoredEvent // by job id, canonical order
 	chains    map[string]*chain
 	tenants   []string // tenants with a chain head, sorted
@@ -57,6 +57,14 @@ type state struct {
 	markIDs   []string // tenants with a forward mark, sorted
 }
 
+// eventKey is an event's identity: ids are scoped by tenant.
+type eventKey struct {
+	tenant string
+	id     fsm.EventID
+}
+
+func keyOf(se *fsm.StoredEvent) eventKey { return eventKey{se.Tenant, se.ID} }
+
 type chain struct {
 	head    fsm.ChainHead
 	hasHead bool
@@ -65,7 +73,7 @@ type chain struct {
 
 func newState() *state {
 	return &state{
-		events:    make(map[fsm.EventID]*fsm.StoredEvent),
+		events:    make(map[eventKey]*fsm.StoredEvent),
 		history:   make(map[string][]*fsm.StoredEvent),
 		chains:    make(map[string]*chain),
 		jobs:      make(map[string]*fsm.JobState),
@@ -121,7 +129,9 @@ var errReadOnly = errors.New("memstore: write in a read-only transaction")
 
 func (t *tx) AppliedIndex() (uint64, error) { return t.st.applied, nil }
 
-func (t *tx) Event(id fsm.EventID) (*fsm.StoredEvent, error) { return t.st.events[id], nil }
+func (t *tx) Event(tenant string, id fsm.EventID) (*fsm.StoredEvent, error) {
+	return t.st.events[eventKey{tenant, id}], nil
+}
 
 func (t *tx) JobEvents(jobID string, after fsm.EventKey, fn func(*fsm.StoredEvent) error) error {
 	h := t.st.history[jobID]
@@ -281,7 +291,7 @@ func (t *tx) PutEvent(se *fsm.StoredEvent) error {
 	if !t.write {
 		return errReadOnly
 	}
-	if old := t.st.events[se.ID]; old != nil {
+	if old := t.st.events[keyOf(se)]; old != nil {
 		return t.replaceEvent(old, se)
 	}
 	c := t.st.chain(se.Tenant)
@@ -289,7 +299,7 @@ func (t *tx) PutEvent(se *fsm.StoredEvent) error {
 		return fmt.Errorf("memstore: put event %s: seq %d, chain of %q has %d events", se.ID, se.Seq, se.Tenant, len(c.events))
 	}
 	c.events = append(c.events, se)
-	t.st.events[se.ID] = se
+	t.st.events[keyOf(se)] = se
 	if se.JobID != "" {
 		t.st.history[se.JobID] = insertEvent(t.st.history[se.JobID], se)
 	}
@@ -308,7 +318,7 @@ func (t *tx) replaceEvent(old, se *fsm.StoredEvent) error {
 }
 
 func (st *state) swapEvent(old, se *fsm.StoredEvent) {
-	st.events[se.ID] = se
+	st.events[keyOf(se)] = se
 	st.chains[se.Tenant].events[se.Seq-1] = se
 	h := st.history[se.JobID]
 	for i := range h {

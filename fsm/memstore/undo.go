@@ -49,7 +49,7 @@ func (s *Store) rollback() {
 		case undoEventNew:
 			st.dropEvent(u.ev)
 		case undoEventReplace:
-			st.swapEvent(st.events[u.ev.ID], u.ev)
+			st.swapEvent(st.events[keyOf(u.ev)], u.ev)
 		case undoHead:
 			st.restoreHead(u.key, u.head, u.had)
 		case undoJob:
@@ -82,7 +82,7 @@ func (s *Store) rollback() {
 // dropEvent removes the last event added (rollback runs backwards, so it
 // is the last of its chain).
 func (st *state) dropEvent(se *fsm.StoredEvent) {
-	delete(st.events, se.ID)
+	delete(st.events, keyOf(se))
 	c := st.chains[se.Tenant]
 	c.events[len(c.events)-1] = nil
 	c.events = c.events[:len(c.events)-1]

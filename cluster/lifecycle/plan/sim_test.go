@@ -101,9 +101,9 @@ func (s *lifecycleSim) round(jobID string) {
 	g := s.job(s.global, jobID)
 	p := Global(g, s.wall)
 	for _, r := range append(p.Dispatch, p.Stop...) {
-		evs := []fsm.Event{s.stored(g.Created.ID)}
+		evs := []fsm.Event{s.stored(g.Tenant, g.Created.ID)}
 		if len(p.Stop) > 0 {
-			evs = append(evs, s.stored(g.Decision.EventID))
+			evs = append(evs, s.stored(g.Tenant, g.Decision.EventID))
 		}
 		s.apply(s.regions[r], "", "", evs)
 	}
@@ -135,8 +135,8 @@ func (s *lifecycleSim) round(jobID string) {
 	}
 }
 
-func (s *lifecycleSim) stored(id fsm.EventID) fsm.Event {
-	se, err := s.global.Event(id)
+func (s *lifecycleSim) stored(tenant string, id fsm.EventID) fsm.Event {
+	se, err := s.global.Event(tenant, id)
 	if err != nil || se == nil {
 		s.t.Fatalf("event %s: %v", id, err)
 	}
@@ -175,7 +175,7 @@ func (s *lifecycleSim) forward(l *fsm.Ledger, region string) {
 		s.t.Fatal(err)
 	}
 	for _, e := range out {
-		if got, _ := s.global.Event(e.ID); got == nil {
+		if got, _ := s.global.Event(e.Tenant, e.ID); got == nil {
 			s.apply(s.global, "", "", []fsm.Event{e})
 		}
 	}
