@@ -3,7 +3,6 @@ package fsm
 import (
 	"crypto/sha256"
 	"fmt"
-	"slices"
 )
 
 // applier applies the events of one batch inside one store transaction.
@@ -12,11 +11,10 @@ import (
 // progress reports of one job costs one job write. Its buffers are reused
 // from batch to batch.
 type applier struct {
-	tx      Tx
-	encTx   EncodedEventTx // tx, if it takes encoded bodies
-	body    []byte         // scratch: a body's canonical encoding
-	link    []byte         // scratch: a link's hash input
-	history []*Event
+	tx    Tx
+	encTx EncodedEventTx // tx, if it takes encoded bodies
+	body  []byte         // scratch: a body's canonical encoding
+	link  []byte         // scratch: a link's hash input
 
 	jobs      map[string]int32 // job id -> index in works
 	works     []jobWork
@@ -62,8 +60,7 @@ func (a *applier) end() {
 	clear(a.heads)
 	clear(a.works)
 	clear(a.headList)
-	clear(a.history)
-	a.works, a.dirtyJobs, a.headList, a.history = a.works[:0], a.dirtyJobs[:0], a.headList[:0], a.history[:0]
+	a.works, a.dirtyJobs, a.headList = a.works[:0], a.dirtyJobs[:0], a.headList[:0]
 }
 
 func rejected(err error) Result { return Result{Outcome: OutcomeRejected, Err: err} }
@@ -219,12 +216,12 @@ func (a *applier) applyJob(e *Event) (Result, error) {
 		return rejected(err), nil
 	}
 	a.mutate(e.JobID, w)
-	var effect error
-	if w.f.s.Last.Less(e.Key()) {
-		effect = w.f.fold(e)
-	} else if effect, err = a.refold(w, e); err != nil {
-		return Result{}, err
+	if w.f.needsCreatedFence(e) {
+		if err := a.createdFence(&w.f); err != nil {
+			return Result{}, err
+		}
 	}
+	effect := w.f.fold(e)
 	if effect != nil {
 		return Result{Outcome: OutcomeAbsorbed, Err: effect}, nil
 	}
@@ -261,29 +258,19 @@ func jobEventRegion(b Body) string {
 	return ""
 }
 
-// refold recomputes a job from its stored history plus e, which orders
-// before the job's last folded event (the rare path), and returns e's
-// effect.
-func (a *applier) refold(w *jobWork, e *Event) (error, error) {
-	a.history = a.history[:0]
-	err := a.tx.JobEvents(e.JobID, EventKey{}, func(se *StoredEvent) error {
-		if se.Type.IsJob() {
-			a.history = append(a.history, &se.Event)
-		}
-		return nil
-	})
+// createdFence loads the fence of f's JobCreated (the first event of
+// its history, at f.s.Created): one point lookup, which only a decisive
+// event fenced below the decision in force needs.
+func (a *applier) createdFence(f *jobFold) error {
+	ce, err := a.tx.Event(f.s.Created.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	k := e.Key()
-	i, _ := slices.BinarySearchFunc(a.history, k, func(x *Event, k EventKey) int { return x.Key().Compare(k) })
-	a.history = slices.Insert(a.history, i, e)
-	if len(a.history) == 0 || a.history[0].Type != TypeJobCreated {
-		return nil, fmt.Errorf("job %s: stored history does not start with JobCreated", e.JobID)
+	if ce == nil || ce.Type != TypeJobCreated || ce.JobID != f.s.JobID {
+		return fmt.Errorf("job %s: its JobCreated %s is not stored", f.s.JobID, f.s.Created.ID)
 	}
-	f, effect := foldHistory(a.history, e.ID)
-	w.f = f
-	return effect, nil
+	f.created, f.createdKnown = ce.Fence, true
+	return nil
 }
 
 func (a *applier) applyWorkflow(e *Event) (Result, error) {

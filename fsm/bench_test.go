@@ -129,3 +129,15 @@ func BenchmarkLedgerApplyEntry(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLateEvents measures applying one event per batch to a job
+// with a 5,000-event history: late events (ordering before the job's
+// newest event, issue 17 finding 3) against events in order. fsm/boltstore
+// runs the same benchmark with bbolt.
+func BenchmarkLateEvents(b *testing.B) {
+	for _, order := range []string{"late", "inorder"} {
+		b.Run("store=memstore/order="+order, func(b *testing.B) {
+			fsmtest.BenchLateEvents(b, newLedger(b), order == "late")
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -274,5 +275,45 @@ func TestDecodeBatch_ChecksCountBeforeAllocating(t *testing.T) {
 	over := []byte{fsm.BatchVersion, 0x91, 0x4e} // 10001
 	if _, err := fsm.DecodeBatch(over); !errors.Is(err, fsm.ErrLimit) {
 		t.Fatalf("got %v, want ErrLimit", err)
+	}
+}
+
+// TestJobStateRecord_PendingCompletionIsAnOptionalTail: a job state
+// without a pending completion encodes exactly as before the field (no
+// bytes, so stored records and digests of such jobs are unchanged); one
+// with a pending completion appends it as a decision and round-trips;
+// a tail that is not a JobCompleted is refused (one encoding per state).
+func TestJobStateRecord_PendingCompletionIsAnOptionalTail(t *testing.T) {
+	s := &fsm.JobState{JobID: fsmtest.SampleJobID, Tenant: "acme", Status: fsm.JobStatusPending, Fence: 1,
+		Regions: []fsm.RegionState{{Region: "use1"}}, Events: 2}
+	plain, err := fsm.AppendJobState(nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := *s
+	p.Pending = fsm.Decision{Type: fsm.TypeJobCompleted, EventID: fsmtest.ID(7), HLC: fsmtest.TS(1_700_000_000_001, 0, 2),
+		Fence: 3, Node: "gate2", Body: &fsm.JobCompleted{FinalStatus: "SUCCEEDED"}}
+	withPending, err := fsm.AppendJobState(nil, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(withPending, plain) || len(withPending) == len(plain) {
+		t.Fatalf("the pending completion is not a tail of the record")
+	}
+	got, err := fsm.DecodeJobState(withPending)
+	if err != nil || !reflect.DeepEqual(got, &p) {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	if got, err := fsm.DecodeJobState(plain); err != nil || got.Pending.Type != 0 {
+		t.Fatalf("decode without a tail: %+v %v", got, err)
+	}
+	for _, tail := range [][]byte{{0}, {byte(fsm.TypeJobFailed)}} {
+		if _, err := fsm.DecodeJobState(append(slices.Clone(plain), tail...)); err == nil {
+			t.Fatalf("tail %v decoded", tail)
+		}
+	}
+	p.Pending.Type, p.Pending.Body = fsm.TypeJobFailed, &fsm.JobFailed{Error: "boom"}
+	if _, err := fsm.AppendJobState(nil, &p); err == nil {
+		t.Fatal("a pending JobFailed encoded")
 	}
 }

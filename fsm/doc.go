@@ -11,12 +11,13 @@
 //     id with other content is refused. Malformed and over-limit
 //     events, events of jobs without a stored JobCreated, and illegal
 //     workflow events are refused and leave no trace.
-//   - A job's state, as a pure function of the set of its stored events
-//     folded in canonical order (HLC, then event id). The order events
-//     arrive in does not matter: a late event makes the ledger refold the
-//     job from its history. Conflicting decisive events resolve as
-//     DESIGN §3 says: cancellation wins, then the higher fence, then the
-//     lower HLC, then the lower node.
+//   - A job's state, as a pure function of the set of its stored events:
+//     every fold rule is commutative (ORs, maxima, the best decisive
+//     event under a total rank), so the order events arrive in does not
+//     matter and a late event is folded in O(1) like any other, without
+//     re-reading the job's history. Conflicting decisive events resolve
+//     as DESIGN §3 says: cancellation wins, then the higher fence, then
+//     the lower HLC, then the lower node.
 //   - Workflows and workers, in arrival (Raft) order; the regional
 //     forwarder's position per tenant (ForwardMark), which only rises.
 //   - Each tenant's audit chain: every stored event is linked to the one

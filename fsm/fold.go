@@ -6,8 +6,9 @@ import (
 )
 
 // This file holds the job rules: a job's state is a pure function of the
-// set of its stored events, folded in canonical order (fsm/DESIGN.md, "Job
-// rules"). Everything here is deterministic and does no I/O.
+// set of its stored events, whatever order they are folded in
+// (fsm/DESIGN.md, "Job rules"). Everything here is deterministic and does
+// no I/O.
 
 // newJobState starts a job from its JobCreated event: PENDING, the
 // event's fence, one region entry per assigned region.
@@ -35,25 +36,53 @@ func newJobState(e *Event, b *JobCreated) *JobState {
 // jobFold folds events into a state it may change. owned marks the
 // regions whose Stats slice this fold allocated (so it may change it in
 // place); the others are shared with earlier copies of the state.
+//
+// Every rule is commutative: folding a set of events in any order gives
+// the same state (fsm/DESIGN.md, "Job rules"), so a late event is folded
+// like any other, in O(1), and never re-folds the job's history.
 type jobFold struct {
 	s     *JobState
 	owned uint32
+	// created is the fence of the job's JobCreated when createdKnown.
+	// Only a decisive event fenced below the decision in force needs it
+	// (needsCreatedFence); the Ledger then reads the JobCreated.
+	created      uint64
+	createdKnown bool
 }
 
-// fold applies e, which orders after every event already folded into the
-// state. It returns nil if e took effect, or the reason it was absorbed:
-// ErrTerminal, a *TransitionError or a *FenceError. Either way e counts as
-// folded (Events, Last).
+// needsCreatedFence reports whether folding e needs the JobCreated's
+// fence, which the state does not keep: e is decisive and fenced below
+// the decision in force (without a decision, s.Fence is that fence).
+func (f *jobFold) needsCreatedFence(e *Event) bool {
+	return !f.createdKnown && e.Type.IsDecisive() && f.s.Decision.Type != 0 && e.Fence < f.s.Fence
+}
+
+// fold folds e, whatever its place in canonical order among the events
+// already folded. It returns nil if e took effect, or the reason it was
+// absorbed: ErrTerminal, a *TransitionError or a *FenceError. The reason
+// depends on the state e found (the response to its arrival); the state
+// it leaves does not depend on the order (fsm/DESIGN.md). Either way e
+// counts as folded (Events, Last, HLC). For a decisive event fenced below
+// the decision in force, the caller must have set the created fence
+// (needsCreatedFence).
 func (f *jobFold) fold(e *Event) error {
 	s := f.s
+	from, decision := s.Status, s.Decision.EventID
 	s.Events++
-	s.Last = e.Key()
+	if k := e.Key(); s.Last.Less(k) {
+		s.Last = k
+	}
+	if s.HLC.Less(e.HLC) {
+		s.HLC = e.HLC
+	}
 	var err error
 	switch b := e.Body.(type) {
 	case *JobAccepted:
-		err = f.accept(b)
+		f.accept(b)
+		err = recorded(s, from, decision)
 	case *JobProgressReported:
-		err = f.progress(b)
+		f.progress(b)
+		err = recorded(s, from, decision)
 	case *JobCancellationAcked:
 		err = f.ack(e, b)
 	default:
@@ -63,77 +92,83 @@ func (f *jobFold) fold(e *Event) error {
 			err = &TransitionError{JobID: s.JobID, From: s.Status, To: JobStatusPending, Event: e.Type}
 		}
 	}
-	if err == nil {
-		s.HLC = e.HLC
-		s.Status = deriveStatus(s)
-	}
+	s.Status = deriveStatus(s)
 	return err
 }
 
-func (f *jobFold) region(name string) (int, error) {
-	i := f.s.regionIndex(name)
-	if i < 0 {
-		return -1, ErrUnknownRegion // the Ledger rejects these before folding
-	}
-	return i, nil
-}
-
-// accept records a region's acceptance; the first one moves PENDING to
-// RUNNING. Recorded in CANCELLING too (the region has work to cancel).
-func (f *jobFold) accept(b *JobAccepted) error {
-	if f.s.Status.Terminal() {
+// recorded is the result of an acceptance or a progress report: it is
+// always recorded (a late report of work done is still true), but
+// reported absorbed (ErrTerminal) if the job had ended when it arrived
+// and it changed neither the job's status nor its decision.
+func recorded(s *JobState, from JobStatus, decision EventID) error {
+	if from.Terminal() && deriveStatus(s) == from && s.Decision.EventID == decision {
 		return ErrTerminal
 	}
-	i, err := f.region(b.Region)
-	if err != nil {
-		return err
-	}
-	r := &f.s.Regions[i]
-	r.Accepted = true
-	r.WorkerCount = b.WorkerCount
 	return nil
 }
 
-// progress merges cumulative counters: the maximum per counter, Done once
-// any report says so.
-func (f *jobFold) progress(b *JobProgressReported) error {
-	if f.s.Status.Terminal() {
-		return ErrTerminal
+func (f *jobFold) region(name string) *RegionState {
+	if i := f.s.regionIndex(name); i >= 0 {
+		return &f.s.Regions[i]
 	}
-	i, err := f.region(b.Region)
-	if err != nil {
-		return err
+	return nil // the Ledger rejects these before folding
+}
+
+// accept records a region's acceptance: Accepted once any acceptance
+// said so, WorkerCount the most any reported. The first acceptance of
+// the job makes its pending completion (if any) eligible.
+func (f *jobFold) accept(b *JobAccepted) {
+	r := f.region(b.Region)
+	if r == nil {
+		return
+	}
+	first := !anyAccepted(f.s)
+	r.Accepted = true
+	r.WorkerCount = max(r.WorkerCount, b.WorkerCount)
+	if first && f.s.Pending.Type != 0 {
+		if f.s.Decision.Type == 0 || outranks(&f.s.Pending, &f.s.Decision) {
+			f.s.Decision = f.s.Pending
+			f.s.Fence = f.s.Pending.Fence
+		}
+		f.s.Pending = Decision{}
+	}
+}
+
+// progress merges cumulative counters: the maximum per counter, Done once
+// any report says so, in every state.
+func (f *jobFold) progress(b *JobProgressReported) {
+	i := f.s.regionIndex(b.Region)
+	if i < 0 {
+		return
 	}
 	r := &f.s.Regions[i]
 	r.Completed = max(r.Completed, b.Completed)
 	r.Failed = max(r.Failed, b.Failed)
 	r.Done = r.Done || b.Done
 	f.mergeStats(i, b.Stats)
-	return nil
 }
 
-// ack records a region's ack that it stopped its workflows. It counts
-// while the decision in force asks every region to stop (stopsRegions):
-// under a cancellation the acks finish it (CANCELLED once every region
-// acked); under a failure or a time-out they only tell the reconciler
-// which regions are done stopping, and the status stays. A counted ack
-// stays counted if a later decision replaces that one.
+// ack records a region's ack that it stopped its workflows, whatever the
+// decision in force: CancelAcked, the most WorkflowsCancelled reported.
+// Under a cancellation the acks finish it (CANCELLED once every region
+// acked); under a failure or a time-out they tell the reconciler which
+// regions are done stopping. The result says whether the decision in
+// force when it arrived asks the regions to stop (stopsRegions): if not,
+// the ack is recorded but reported absorbed, as before.
 func (f *jobFold) ack(e *Event, b *JobCancellationAcked) error {
 	s := f.s
-	if !stopsRegions(s.Decision.Type) {
-		if s.Status.Terminal() {
-			return ErrTerminal
-		}
-		return &TransitionError{JobID: s.JobID, From: s.Status, To: JobStatusCancelled, Event: e.Type}
+	from := s.Status
+	if r := f.region(b.Region); r != nil {
+		r.CancelAcked = true
+		r.WorkflowsCancelled = max(r.WorkflowsCancelled, b.WorkflowsCancelled)
 	}
-	i, err := f.region(b.Region)
-	if err != nil {
-		return err
+	if stopsRegions(s.Decision.Type) {
+		return nil
 	}
-	r := &s.Regions[i]
-	r.CancelAcked = true
-	r.WorkflowsCancelled = max(r.WorkflowsCancelled, b.WorkflowsCancelled)
-	return nil
+	if from.Terminal() {
+		return ErrTerminal
+	}
+	return &TransitionError{JobID: s.JobID, From: from, To: JobStatusCancelled, Event: e.Type}
 }
 
 // stopsRegions reports whether a decision of type t asks every assigned
@@ -147,38 +182,55 @@ func stopsRegions(t EventType) bool {
 	return false
 }
 
-// decide folds a decisive event: stale fences are absorbed; COMPLETED
-// needs a running job; a decision already in force is replaced only by an
-// event that beats it.
+// decide folds a decisive event. The decision in force is the best
+// eligible decisive event of the set under the total rank of outranks;
+// eligible: fenced at or above the JobCreated, and for a completion, some
+// region accepted. A completion while no region accepted is kept as
+// Pending if it outranks the pending one, and competes once a region
+// accepts (accept).
 func (f *jobFold) decide(e *Event) error {
 	s := f.s
-	if e.Fence < s.Fence {
-		return &FenceError{Subject: s.JobID, Fence: e.Fence, Current: s.Fence}
-	}
+	from, fence := s.Status, s.Fence
 	to := decisiveTarget(e.Type)
-	if e.Type == TypeJobCompleted && !anyAccepted(s) {
-		return &TransitionError{JobID: s.JobID, From: s.Status, To: to, Event: e.Type}
-	}
-	if s.Decision.Type != 0 && !beats(e, &s.Decision) {
-		if s.Status.Terminal() {
-			return ErrTerminal
+	d := Decision{Type: e.Type, EventID: e.ID, HLC: e.HLC, Fence: e.Fence, Node: e.Node, Body: e.Body}
+	eligible := e.Fence >= s.Fence || (s.Decision.Type != 0 && e.Fence >= f.created)
+	switch {
+	case !eligible:
+	case e.Type == TypeJobCompleted && !anyAccepted(s):
+		if s.Pending.Type == 0 || outranks(&d, &s.Pending) {
+			s.Pending = d
 		}
-		return &TransitionError{JobID: s.JobID, From: s.Status, To: to, Event: e.Type}
+	case s.Decision.Type == 0 || outranks(&d, &s.Decision):
+		s.Decision = d
+		s.Fence = e.Fence
+		return nil
 	}
-	s.Decision = Decision{Type: e.Type, EventID: e.ID, HLC: e.HLC, Fence: e.Fence, Node: e.Node, Body: e.Body}
-	s.Fence = e.Fence
-	return nil
+	// Absorbed: the reason, as the state found it.
+	switch {
+	case e.Fence < fence:
+		return &FenceError{Subject: s.JobID, Fence: e.Fence, Current: fence}
+	case e.Type == TypeJobCompleted && !anyAccepted(s):
+		return &TransitionError{JobID: s.JobID, From: from, To: to, Event: e.Type}
+	case from.Terminal():
+		return ErrTerminal
+	}
+	return &TransitionError{JobID: s.JobID, From: from, To: to, Event: e.Type}
 }
 
-// beats reports whether decisive event e, folded after d, replaces it:
-// cancellation wins, then the higher fence. Lower HLC and lower node win
-// ties by the fold order itself: d came first.
-func beats(e *Event, d *Decision) bool {
-	ec, dc := e.Type == TypeJobCancellationRequested, d.Type == TypeJobCancellationRequested
-	if ec != dc {
-		return ec
+// outranks reports whether decisive event a outranks b (distinct events):
+// a cancellation outranks any other decision, then the higher fence
+// wins, then the earlier event (lower canonical key: HLC, whose last part
+// is the node ordinal, then id). A total order, so the best of a set
+// does not depend on the order it is met in.
+func outranks(a, b *Decision) bool {
+	ac, bc := a.Type == TypeJobCancellationRequested, b.Type == TypeJobCancellationRequested
+	if ac != bc {
+		return ac
 	}
-	return e.Fence > d.Fence
+	if a.Fence != b.Fence {
+		return a.Fence > b.Fence
+	}
+	return EventKey{HLC: a.HLC, ID: a.EventID}.Less(EventKey{HLC: b.HLC, ID: b.EventID})
 }
 
 func decisiveTarget(t EventType) JobStatus {
@@ -295,19 +347,4 @@ func mergeMax(a, b Stats) Stats {
 		}
 	}
 	return out
-}
-
-// foldHistory recomputes a job from its history in canonical order
-// (history[0] is its JobCreated) and returns the state and the effect of
-// the event with id target (nil if it took effect).
-func foldHistory(history []*Event, target EventID) (jobFold, error) {
-	first := history[0]
-	f := jobFold{s: newJobState(first, first.Body.(*JobCreated))}
-	var effect error
-	for _, e := range history[1:] {
-		if err := f.fold(e); e.ID == target {
-			effect = err
-		}
-	}
-	return f, effect
 }

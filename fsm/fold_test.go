@@ -157,8 +157,10 @@ func TestJobTransitions(t *testing.T) {
 			ok1(ack("use1"), cancelling), ok1(ack("euw1"), cancelled), {cancel(), 2, applied, ok, cancelled}}},
 
 		// Stale fences.
-		{"cancellation below the job fence is stale", []step{ok1(accept("use1"), running), {complete(), 3, applied, ok, completed},
-			{cancel(), 2, absorbed, "stale fence 2 < 3", completed}}},
+		{"a cancellation below the job fence still wins: cancellation ranks first", []step{ok1(accept("use1"), running),
+			{complete(), 3, applied, ok, completed}, {cancel(), 2, applied, ok, cancelling}}},
+		{"a completion below the job fence is stale", []step{ok1(accept("use1"), running), {fail(), 3, applied, ok, failed},
+			{complete(), 2, absorbed, "stale fence 2 < 3", failed}}},
 		{"failure below the fence of a timeout is stale", []step{{timeout(), 3, applied, ok, timedOut},
 			{fail(), 2, absorbed, "stale fence 2 < 3", timedOut}}},
 		{"absorbed control events do not raise the fence", []step{ok1(cancel(), cancelling),

@@ -80,7 +80,7 @@ func ParseJobStatus(name string) (JobStatus, error) {
 type RegionState struct {
 	Region      string
 	Accepted    bool
-	WorkerCount uint32 // from the latest JobAccepted in canonical order
+	WorkerCount uint32 // the most any JobAccepted of the region reported
 	Completed   uint64 // cumulative: the maximum reported
 	Failed      uint64 // cumulative: the maximum reported
 	// Stats holds, per name, the maximum reported value; at most MaxStats
@@ -88,8 +88,9 @@ type RegionState struct {
 	Stats Stats
 	Done  bool // some report said the region finished
 	// CancelAcked: the region acked (JobCancellationAcked) that it stopped
-	// its workflows while a cancellation, failure or time-out was the
-	// decision in force; WorkflowsCancelled is the most it reported.
+	// its workflows, whatever the decision in force (regions ack the
+	// cancellations, failures and time-outs sent to them);
+	// WorkflowsCancelled is the most it reported.
 	CancelAcked        bool
 	WorkflowsCancelled uint32
 }
@@ -128,7 +129,7 @@ type JobState struct {
 	JobID  string
 	Tenant string
 	Status JobStatus
-	// Fence is the highest fence of the control events that took effect.
+	// Fence is the decision's fence, the JobCreated's without a decision.
 	Fence uint64
 	Spec  JobSpec
 	// Regions holds one entry per assigned region, sorted by name.
@@ -136,9 +137,14 @@ type JobState struct {
 	// Created is the canonical position of the job's JobCreated, the
 	// first event of its history.
 	Created EventKey
-	// HLC is the HLC of the last event that took effect.
+	// HLC is the greatest HLC among the job's stored job events.
 	HLC      hlc.Timestamp
 	Decision Decision
+	// Pending is the best-ranked JobCompleted (fsm/DESIGN.md, "Job
+	// rules") while no region has accepted, which makes it ineligible;
+	// the first acceptance lets it compete for the decision. Type 0 once
+	// a region accepted, or if there is none.
+	Pending Decision
 	// Last is the greatest canonical position among the job's stored job
 	// events; Events counts them (absorbed ones included).
 	Last   EventKey

@@ -168,6 +168,7 @@ type jobJSON struct {
 	HLC      hlc.Timestamp         `json:"hlc"`
 	Spec     JobSpec               `json:"spec"`
 	Decision *decisionJSON         `json:"decision,omitempty"`
+	Pending  *decisionJSON         `json:"pending_completion,omitempty"`
 	Created  keyJSON               `json:"created"`
 	Last     keyJSON               `json:"last_event"`
 	Events   uint32                `json:"events"`
@@ -185,14 +186,39 @@ func (s JobState) MarshalJSON() ([]byte, error) {
 			Completed: r.Completed, Failed: r.Failed, Stats: r.Stats, Done: r.Done,
 			CancelAcked: r.CancelAcked, WorkflowsCancelled: r.WorkflowsCancelled}
 	}
-	if d := s.Decision; d.Type != 0 {
-		body, err := json.Marshal(d.Body)
-		if err != nil {
-			return nil, err
-		}
-		j.Decision = &decisionJSON{Type: d.Type, EventID: d.EventID, HLC: d.HLC, Fence: d.Fence, Node: d.Node, Body: body}
+	var err error
+	if j.Decision, err = decisionToJSON(&s.Decision); err != nil {
+		return nil, err
+	}
+	if j.Pending, err = decisionToJSON(&s.Pending); err != nil {
+		return nil, err
 	}
 	return json.Marshal(j)
+}
+
+func decisionToJSON(d *Decision) (*decisionJSON, error) {
+	if d.Type == 0 {
+		return nil, nil
+	}
+	body, err := json.Marshal(d.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &decisionJSON{Type: d.Type, EventID: d.EventID, HLC: d.HLC, Fence: d.Fence, Node: d.Node, Body: body}, nil
+}
+
+func decisionFromJSON(field string, d *decisionJSON) (Decision, error) {
+	if d == nil {
+		return Decision{}, nil
+	}
+	body := newBody(d.Type)
+	if body == nil || !d.Type.IsDecisive() {
+		return Decision{}, fieldErr(field+".type", "not a decisive event type")
+	}
+	if err := json.Unmarshal(d.Body, body); err != nil {
+		return Decision{}, fmt.Errorf("%s body: %w", field, err)
+	}
+	return Decision{Type: d.Type, EventID: d.EventID, HLC: d.HLC, Fence: d.Fence, Node: d.Node, Body: body}, nil
 }
 
 // UnmarshalJSON reads what MarshalJSON writes (for API clients).
@@ -212,15 +238,15 @@ func (s *JobState) UnmarshalJSON(b []byte) error {
 			CancelAcked: r.CancelAcked, WorkflowsCancelled: r.WorkflowsCancelled})
 	}
 	slices.SortFunc(out.Regions, func(a, b RegionState) int { return strings.Compare(a.Region, b.Region) })
-	if d := j.Decision; d != nil {
-		body := newBody(d.Type)
-		if body == nil || !d.Type.IsDecisive() {
-			return fieldErr("decision.type", "not a decisive event type")
-		}
-		if err := json.Unmarshal(d.Body, body); err != nil {
-			return fmt.Errorf("decision body: %w", err)
-		}
-		out.Decision = Decision{Type: d.Type, EventID: d.EventID, HLC: d.HLC, Fence: d.Fence, Node: d.Node, Body: body}
+	var err error
+	if out.Decision, err = decisionFromJSON("decision", j.Decision); err != nil {
+		return err
+	}
+	if out.Pending, err = decisionFromJSON("pending_completion", j.Pending); err != nil {
+		return err
+	}
+	if out.Pending.Type != 0 && out.Pending.Type != TypeJobCompleted {
+		return fieldErr("pending_completion.type", "not JobCompleted")
 	}
 	*s = out
 	return nil

@@ -17,9 +17,11 @@ const (
 	// OutcomeDuplicate: an event with this id and the same content is
 	// already stored; nothing changed.
 	OutcomeDuplicate Outcome = 2
-	// OutcomeAbsorbed: stored in the job's history and the audit chain, no
-	// state change; Err says why (ErrTerminal, *TransitionError,
-	// *FenceError).
+	// OutcomeAbsorbed: stored in the job's history and the audit chain,
+	// but it did not take effect as asked: it changed neither the job's
+	// status nor its decision (a report may still be recorded in the
+	// region's fields, fsm/DESIGN.md "Outcomes"); Err says why
+	// (ErrTerminal, *TransitionError, *FenceError).
 	OutcomeAbsorbed Outcome = 3
 	// OutcomeRejected: not stored; Err says why.
 	OutcomeRejected Outcome = 4

@@ -54,7 +54,8 @@ const (
 
 	// MaxRecordBytes bounds one stored record (event, job state, workflow,
 	// worker, chain head) in a store or a snapshot. A job state holds at
-	// most two event bodies (spec and decision) and the region counters.
+	// most three event bodies (spec, decision, pending completion) and the
+	// region counters.
 	MaxRecordBytes = 512 << 10
 
 	// MaxJobSeq is the largest sequence number of a job id ({seq:05d}).

@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -226,5 +227,47 @@ func TestJobStateJSON_HasTheAPIShapeAndRoundTrips(t *testing.T) {
 	}
 	if !reflect.DeepEqual(&back, js) {
 		t.Fatalf("round trip\n got  %+v\n want %+v", back, *js)
+	}
+}
+
+// A completion waiting for an acceptance is the job's
+// "pending_completion" (absent otherwise) and round-trips.
+func TestJobStateJSON_PendingCompletion(t *testing.T) {
+	led := runSteps(t, []step{ok1(fail(), failed),
+		{complete(), 2, absorbed, tr(failed, completed, fsm.TypeJobCompleted), failed}})
+	js, err := led.Job("acme", tableJobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js.Pending.Type != fsm.TypeJobCompleted || js.Pending.Fence != 2 {
+		t.Fatalf("pending %+v", js.Pending)
+	}
+	b, err := json.Marshal(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shape struct {
+		Pending *struct {
+			Type  string `json:"type"`
+			Fence uint64 `json:"fence"`
+		} `json:"pending_completion"`
+	}
+	if err := json.Unmarshal(b, &shape); err != nil || shape.Pending == nil || shape.Pending.Type != "JobCompleted" || shape.Pending.Fence != 2 {
+		t.Fatalf("JSON %s (%v)", b, err)
+	}
+	var back fsm.JobState
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(&back, js) {
+		t.Fatalf("round trip %v\n got  %+v\n want %+v", err, back, *js)
+	}
+	// The first acceptance lets it compete: fence 2 outranks the failure's 1.
+	r, err := led.Apply(100, []fsm.Event{fsmtest.NewJob(tableJobID, "acme", 900, "use1", "euw1").Ev(1, 1, accept("euw1"))})
+	if err != nil || r[0].Outcome != applied {
+		t.Fatalf("accept: %+v %v", r, err)
+	}
+	if js, _ = led.Job("acme", tableJobID); js.Status != completed || js.Pending.Type != 0 || js.Fence != 2 {
+		t.Fatalf("after the acceptance: %s, pending %+v, fence %d", js.Status, js.Pending, js.Fence)
+	}
+	if b, _ = json.Marshal(js); bytes.Contains(b, []byte("pending_completion")) {
+		t.Fatalf("JSON %s", b)
 	}
 }

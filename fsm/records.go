@@ -147,6 +147,15 @@ func AppendJobState(b []byte, s *JobState) ([]byte, error) {
 		e.decision(&s.Decision)
 		e.key(s.Last)
 		e.u32(s.Events)
+		// Optional, last: a pending completion (none: no bytes, so the
+		// record of a job without one is what it was before the field).
+		if s.Pending.Type != 0 {
+			if s.Pending.Type != TypeJobCompleted {
+				e.fail(fieldErr("pending.type", "not JobCompleted"))
+				return
+			}
+			e.decision(&s.Pending)
+		}
 	})
 }
 
@@ -173,6 +182,12 @@ func DecodeJobState(b []byte) (*JobState, error) {
 		r.decision(&s.Decision)
 		s.Last = r.key("last")
 		s.Events = r.u32("events")
+		if r.err == nil && r.rest() > 0 {
+			r.decision(&s.Pending)
+			if r.err == nil && s.Pending.Type != TypeJobCompleted {
+				r.fail(fmt.Sprintf("pending type %d", s.Pending.Type))
+			}
+		}
 	})
 	if err != nil {
 		return nil, err

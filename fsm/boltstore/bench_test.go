@@ -104,3 +104,25 @@ func benchApply(b *testing.B, open benchStore, stream []fsm.Event, size, meanBod
 	done()
 	b.ReportMetric(float64(batches*size)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkLateEvents is fsm's BenchmarkLateEvents (one event per batch
+// against a job with a 5,000-event history, late or in order) with
+// memstore and bbolt side by side.
+func BenchmarkLateEvents(b *testing.B) {
+	for _, st := range []struct {
+		name string
+		open benchStore
+	}{{"store=memstore", memBench}, {"store=bolt/fsync=none", boltBench(false)}} {
+		for _, order := range []string{"late", "inorder"} {
+			b.Run(st.name+"/order="+order, func(b *testing.B) {
+				s, done := st.open(b)
+				defer done()
+				led, err := fsm.New(fsm.Config{Store: s})
+				if err != nil {
+					b.Fatal(err)
+				}
+				fsmtest.BenchLateEvents(b, led, order == "late")
+			})
+		}
+	}
+}

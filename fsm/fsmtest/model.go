@@ -139,8 +139,8 @@ func (m *Model) applyJob(e *fsm.Event) fsm.Result {
 	case e.Key().Compare(c.Key()) <= 0:
 		return reject(fsm.ErrPrecedesCreation)
 	}
-	all := append(slices.Clone(evs), e)
-	_, effect := naiveFold(all, e.ID)
+	pre := naiveFold(evs)
+	effect := naiveEffect(pre, naiveFold(append(slices.Clone(evs), e)), e)
 	if effect != nil {
 		return fsm.Result{Outcome: fsm.OutcomeAbsorbed, Err: effect}
 	}
@@ -167,8 +167,7 @@ func (m *Model) Job(id string) *fsm.JobState {
 	if len(evs) == 0 {
 		return nil
 	}
-	s, _ := naiveFold(slices.Clone(evs), fsm.EventID{})
-	return s
+	return naiveFold(evs)
 }
 
 // JobIDs returns the ids of every created job, sorted.

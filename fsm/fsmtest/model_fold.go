@@ -7,71 +7,117 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 )
 
-// naiveFold sorts a job's events (the JobCreated among them) in canonical
-// order, folds them from scratch, and returns the state and the effect of
-// the event with id target. Written from fsm/DESIGN.md, "Job rules",
-// independently of the Ledger's fold.
-func naiveFold(evs []*fsm.Event, target fsm.EventID) (*fsm.JobState, error) {
-	slices.SortFunc(evs, func(a, b *fsm.Event) int { return a.Key().Compare(b.Key()) })
-	f := newNaiveJob(evs[0])
-	var effect error
-	for _, e := range evs[1:] {
-		err := f.step(e)
-		if err == nil {
-			f.hlc = e
-		}
-		if e.ID == target {
-			effect = err
+// naiveFold computes a job from the set of its events (the JobCreated
+// among them) from scratch, written from fsm/DESIGN.md, "Job rules",
+// independently of the Ledger's incremental fold: every rule is a
+// function of the set (ORs, maxima, the best decisive event under a total
+// rank), so nothing here depends on the order of evs.
+func naiveFold(evs []*fsm.Event) *fsm.JobState {
+	var c *fsm.Event
+	for _, e := range evs {
+		if e.Type == fsm.TypeJobCreated {
+			c = e
 		}
 	}
-	return f.state(evs), effect
-}
-
-type naiveRegion struct {
-	accepted           bool
-	workers            uint32
-	completed, failed  uint64
-	stats              map[string]uint64
-	done, acked        bool
-	workflowsCancelled uint32
-}
-
-type naiveJob struct {
-	created *fsm.Event
-	regions map[string]*naiveRegion
-	fence   uint64
-	winner  *fsm.Event
-	hlc     *fsm.Event // last event that took effect
-}
-
-func newNaiveJob(c *fsm.Event) *naiveJob {
-	f := &naiveJob{created: c, regions: map[string]*naiveRegion{}, fence: c.Fence, hlc: c}
+	regions := map[string]*naiveRegion{}
 	for _, r := range c.Body.(*fsm.JobCreated).AssignedRegions {
-		f.regions[r] = &naiveRegion{stats: map[string]uint64{}}
+		regions[r] = &naiveRegion{stats: map[string]uint64{}}
 	}
-	return f
-}
-
-func (f *naiveJob) anyAccepted() bool {
-	for _, r := range f.regions {
-		if r.accepted {
-			return true
+	s := &fsm.JobState{JobID: c.JobID, Tenant: c.Tenant, Spec: c.Body.(*fsm.JobCreated).Spec, Created: c.Key(),
+		Events: uint32(len(evs))}
+	accepted := false
+	for _, e := range evs {
+		if s.Last.Less(e.Key()) {
+			s.Last = e.Key()
+		}
+		if s.HLC.Less(e.HLC) {
+			s.HLC = e.HLC
+		}
+		switch b := e.Body.(type) {
+		case *fsm.JobAccepted:
+			r := regions[b.Region]
+			r.accepted, r.workers = true, max(r.workers, b.WorkerCount)
+			accepted = true
+		case *fsm.JobProgressReported:
+			r := regions[b.Region]
+			r.completed, r.failed = max(r.completed, b.Completed), max(r.failed, b.Failed)
+			r.done = r.done || b.Done
+			for _, st := range b.Stats {
+				r.stats[st.Name] = max(r.stats[st.Name], st.Value)
+			}
+		case *fsm.JobCancellationAcked:
+			r := regions[b.Region]
+			r.acked = true
+			r.workflowsCancelled = max(r.workflowsCancelled, b.WorkflowsCancelled)
 		}
 	}
-	return false
+	// The decision: the best of the eligible decisive events; a completion
+	// is eligible only if some region accepted, else the best one waits
+	// as the pending completion.
+	var winner, pending *fsm.Event
+	for _, e := range evs {
+		if !e.Type.IsDecisive() || e.Fence < c.Fence {
+			continue
+		}
+		if e.Type == fsm.TypeJobCompleted && !accepted {
+			if pending == nil || naiveOutranks(e, pending) {
+				pending = e
+			}
+			continue
+		}
+		if winner == nil || naiveOutranks(e, winner) {
+			winner = e
+		}
+	}
+	s.Fence = c.Fence
+	if winner != nil {
+		s.Decision = naiveDecision(winner)
+		s.Fence = winner.Fence
+	}
+	if pending != nil {
+		s.Pending = naiveDecision(pending)
+	}
+	for name, r := range regions {
+		s.Regions = append(s.Regions, fsm.RegionState{
+			Region: name, Accepted: r.accepted, WorkerCount: r.workers, Completed: r.completed,
+			Failed: r.failed, Stats: naiveStats(r.stats), Done: r.done, CancelAcked: r.acked,
+			WorkflowsCancelled: r.workflowsCancelled,
+		})
+	}
+	slices.SortFunc(s.Regions, func(a, b fsm.RegionState) int { return strings.Compare(a.Region, b.Region) })
+	s.Status = naiveStatus(s, winner)
+	return s
 }
 
-func (f *naiveJob) status() fsm.JobStatus {
-	if f.winner == nil {
-		if f.anyAccepted() {
-			return fsm.JobStatusRunning
+// naiveOutranks: cancellation first, then the higher fence, then the
+// lower canonical key.
+func naiveOutranks(a, b *fsm.Event) bool {
+	if isCancel(a) != isCancel(b) {
+		return isCancel(a)
+	}
+	if a.Fence != b.Fence {
+		return a.Fence > b.Fence
+	}
+	return a.Key().Less(b.Key())
+}
+
+func naiveDecision(w *fsm.Event) fsm.Decision {
+	return fsm.Decision{Type: w.Type, EventID: w.ID, HLC: w.HLC, Fence: w.Fence, Node: w.Node, Body: w.Body}
+}
+
+func naiveStatus(s *fsm.JobState, winner *fsm.Event) fsm.JobStatus {
+	if winner == nil {
+		for _, r := range s.Regions {
+			if r.Accepted {
+				return fsm.JobStatusRunning
+			}
 		}
 		return fsm.JobStatusPending
 	}
-	switch f.winner.Type {
+	switch winner.Type {
 	case fsm.TypeJobCancellationRequested:
-		for _, r := range f.regions {
-			if !r.acked {
+		for _, r := range s.Regions {
+			if !r.CancelAcked {
 				return fsm.JobStatusCancelling
 			}
 		}
@@ -84,50 +130,32 @@ func (f *naiveJob) status() fsm.JobStatus {
 	return fsm.JobStatusTimedOut
 }
 
-func terminal(s fsm.JobStatus) bool {
-	return s == fsm.JobStatusCompleted || s == fsm.JobStatusFailed || s == fsm.JobStatusCancelled || s == fsm.JobStatusTimedOut
-}
-
-func isCancel(e *fsm.Event) bool { return e.Type == fsm.TypeJobCancellationRequested }
-
-func (f *naiveJob) step(e *fsm.Event) error {
-	st := f.status()
-	id := f.created.JobID
-	switch b := e.Body.(type) {
-	case *fsm.JobAccepted:
+// naiveEffect is the result of event e that turned job state pre into
+// post (fsm/DESIGN.md, "Outcomes"): nil if it took effect, else the
+// reason it is reported absorbed.
+func naiveEffect(pre, post *fsm.JobState, e *fsm.Event) error {
+	id, st := pre.JobID, pre.Status
+	switch e.Type {
+	case fsm.TypeJobAccepted, fsm.TypeJobProgressReported:
+		if terminal(st) && post.Status == st && post.Decision.EventID == pre.Decision.EventID {
+			return fsm.ErrTerminal
+		}
+		return nil
+	case fsm.TypeJobCancellationAcked:
+		switch pre.Decision.Type {
+		case fsm.TypeJobCancellationRequested, fsm.TypeJobFailed, fsm.TypeJobTimedOut:
+			return nil
+		}
 		if terminal(st) {
 			return fsm.ErrTerminal
 		}
-		r := f.regions[b.Region]
-		r.accepted, r.workers = true, b.WorkerCount
-		return nil
-	case *fsm.JobProgressReported:
-		if terminal(st) {
-			return fsm.ErrTerminal
-		}
-		r := f.regions[b.Region]
-		r.completed, r.failed = max(r.completed, b.Completed), max(r.failed, b.Failed)
-		r.done = r.done || b.Done
-		for _, s := range b.Stats {
-			r.stats[s.Name] = max(r.stats[s.Name], s.Value)
-		}
-		return nil
-	case *fsm.JobCancellationAcked:
-		// Counted under every decision that stops the regions: all but
-		// a completion.
-		if f.winner == nil || f.winner.Type == fsm.TypeJobCompleted {
-			if terminal(st) {
-				return fsm.ErrTerminal
-			}
-			return &fsm.TransitionError{JobID: id, From: st, To: fsm.JobStatusCancelled, Event: e.Type}
-		}
-		r := f.regions[b.Region]
-		r.acked = true
-		r.workflowsCancelled = max(r.workflowsCancelled, b.WorkflowsCancelled)
+		return &fsm.TransitionError{JobID: id, From: st, To: fsm.JobStatusCancelled, Event: e.Type}
+	}
+	if post.Decision.EventID == e.ID {
 		return nil
 	}
-	if e.Fence < f.fence {
-		return &fsm.FenceError{Subject: id, Fence: e.Fence, Current: f.fence}
+	if e.Fence < pre.Fence {
+		return &fsm.FenceError{Subject: id, Fence: e.Fence, Current: pre.Fence}
 	}
 	to := map[fsm.EventType]fsm.JobStatus{
 		fsm.TypeJobCancellationRequested: fsm.JobStatusCancelling,
@@ -135,42 +163,30 @@ func (f *naiveJob) step(e *fsm.Event) error {
 		fsm.TypeJobFailed:                fsm.JobStatusFailed,
 		fsm.TypeJobTimedOut:              fsm.JobStatusTimedOut,
 	}[e.Type]
-	if e.Type == fsm.TypeJobCompleted && !f.anyAccepted() {
+	accepted := slices.ContainsFunc(pre.Regions, func(r fsm.RegionState) bool { return r.Accepted })
+	if e.Type == fsm.TypeJobCompleted && !accepted {
 		return &fsm.TransitionError{JobID: id, From: st, To: to, Event: e.Type}
 	}
-	if w := f.winner; w != nil {
-		wins := isCancel(e) && !isCancel(w) || isCancel(e) == isCancel(w) && e.Fence > w.Fence
-		if !wins {
-			if terminal(st) {
-				return fsm.ErrTerminal
-			}
-			return &fsm.TransitionError{JobID: id, From: st, To: to, Event: e.Type}
-		}
+	if terminal(st) {
+		return fsm.ErrTerminal
 	}
-	f.winner, f.fence = e, e.Fence
-	return nil
+	return &fsm.TransitionError{JobID: id, From: st, To: to, Event: e.Type}
 }
 
-func (f *naiveJob) state(sorted []*fsm.Event) *fsm.JobState {
-	c := f.created
-	s := &fsm.JobState{
-		JobID: c.JobID, Tenant: c.Tenant, Status: f.status(), Fence: f.fence,
-		Spec: c.Body.(*fsm.JobCreated).Spec, Created: c.Key(), HLC: f.hlc.HLC,
-		Last: sorted[len(sorted)-1].Key(), Events: uint32(len(sorted)),
-	}
-	for name, r := range f.regions {
-		s.Regions = append(s.Regions, fsm.RegionState{
-			Region: name, Accepted: r.accepted, WorkerCount: r.workers, Completed: r.completed,
-			Failed: r.failed, Stats: naiveStats(r.stats), Done: r.done, CancelAcked: r.acked,
-			WorkflowsCancelled: r.workflowsCancelled,
-		})
-	}
-	slices.SortFunc(s.Regions, func(a, b fsm.RegionState) int { return strings.Compare(a.Region, b.Region) })
-	if w := f.winner; w != nil {
-		s.Decision = fsm.Decision{Type: w.Type, EventID: w.ID, HLC: w.HLC, Fence: w.Fence, Node: w.Node, Body: w.Body}
-	}
-	return s
+type naiveRegion struct {
+	accepted           bool
+	workers            uint32
+	completed, failed  uint64
+	stats              map[string]uint64
+	done, acked        bool
+	workflowsCancelled uint32
 }
+
+func terminal(s fsm.JobStatus) bool {
+	return s == fsm.JobStatusCompleted || s == fsm.JobStatusFailed || s == fsm.JobStatusCancelled || s == fsm.JobStatusTimedOut
+}
+
+func isCancel(e *fsm.Event) bool { return e.Type == fsm.TypeJobCancellationRequested }
 
 // naiveStats keeps the MaxStats smallest names of everything reported.
 func naiveStats(m map[string]uint64) fsm.Stats {
