@@ -262,7 +262,7 @@ func jobEventRegion(b Body) string {
 // its history, at f.s.Created): one point lookup, which only a decisive
 // event fenced below the decision in force needs.
 func (a *applier) createdFence(f *jobFold) error {
-	ce, err := a.tx.Event(f.s.Created.ID)
+	ce, err := a.tx.Event(f.s.Tenant, f.s.Created.ID)
 	if err != nil {
 		return err
 	}

@@ -27,9 +27,9 @@ type countingTx struct {
 	c *countingStore
 }
 
-func (t *countingTx) Event(id fsm.EventID) (*fsm.StoredEvent, error) {
+func (t *countingTx) Event(tenant string, id fsm.EventID) (*fsm.StoredEvent, error) {
 	t.c.eventLookups++
-	return t.Tx.Event(id)
+	return t.Tx.Event(tenant, id)
 }
 
 func (t *countingTx) JobEvents(jobID string, after fsm.EventKey, fn func(*fsm.StoredEvent) error) error {
