@@ -215,6 +215,9 @@ func (a *applier) applyJob(e *Event) (Result, error) {
 	if err := storable(w.f.s, e); err != nil {
 		return rejected(err), nil
 	}
+	if w.f.s.Events >= MaxEventsPerJob {
+		return rejected(fmt.Errorf("job %s: %w", e.JobID, &LimitError{Field: "events of a job", Limit: MaxEventsPerJob, Got: int(w.f.s.Events) + 1})), nil
+	}
 	a.mutate(e.JobID, w)
 	if w.f.needsCreatedFence(e) {
 		if err := a.createdFence(&w.f); err != nil {

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"testing"
 
@@ -105,5 +106,44 @@ func TestFinding3_LateEventsCostBounded(t *testing.T) {
 	wb, _ := fsm.AppendJobState(nil, want)
 	if !bytes.Equal(gb, wb) || got.Events != uint32(len(all)) {
 		t.Fatalf("state after late events\n got  %+v\n want %+v", got, want)
+	}
+}
+
+// A job's history is bounded (MaxEventsPerJob): the event that would pass
+// the bound is rejected with a LimitError naming it, and the state stays.
+func TestMaxEventsPerJob_RejectsPastTheBound(t *testing.T) {
+	st := memstore.New()
+	led, err := fsm.New(fsm.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lj, history := fsmtest.NewLateJob(2)
+	if _, err := led.Apply(1, history); err != nil {
+		t.Fatal(err)
+	}
+	jobID := history[0].JobID
+	// Fast-forward the count, as if the job had taken all but one event.
+	if err := st.Update(func(tx fsm.Tx) error {
+		s, err := tx.Job(jobID)
+		if err != nil {
+			return err
+		}
+		s.Events = fsm.MaxEventsPerJob - 1
+		return tx.PutJob(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := led.Apply(2, []fsm.Event{lj.InOrder()})
+	if err != nil || r[0].Outcome != fsm.OutcomeApplied {
+		t.Fatalf("the last event under the bound: %+v %v", r, err)
+	}
+	r, err = led.Apply(3, []fsm.Event{lj.InOrder()})
+	var le *fsm.LimitError
+	if err != nil || r[0].Outcome != fsm.OutcomeRejected || !errors.As(r[0].Err, &le) || le.Limit != fsm.MaxEventsPerJob {
+		t.Fatalf("the event past the bound: %+v %v", r, err)
+	}
+	s, err := led.JobByID(jobID)
+	if err != nil || s.Events != fsm.MaxEventsPerJob {
+		t.Fatalf("job after the refusal: %d events, %v", s.Events, err)
 	}
 }

@@ -20,6 +20,12 @@ const (
 	MaxRegionsPerJob = 16
 	// MaxWorkflowCount bounds the instances of one workflow per region.
 	MaxWorkflowCount = 1_000
+	// MaxEventsPerJob bounds the events one job's history in the global
+	// ledger holds (DESIGN §13): a job's events past it are rejected, so a
+	// runaway reporter cannot grow one job without bound. The count is
+	// part of the job's state (JobState.Events), the same on every
+	// replica whatever the order, so the rule is deterministic.
+	MaxEventsPerJob = 1_000_000
 	// MaxStats bounds the named counters of one progress report.
 	MaxStats = 32
 	// MaxForwardMarks bounds the tenant positions of one ForwardMark. The
