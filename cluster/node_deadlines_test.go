@@ -17,11 +17,11 @@ import (
 
 // Finding 5, the rest: every request's body and answer have deadlines
 // (httpapi/deadline.go), which watch streams and lease long-polls extend
-// for themselves. The deadlines are lowered to tens of milliseconds on
-// real nodes (subnet 221); where one must pass, the test waits a few.
+// for themselves. The deadlines are lowered to 100 ms on real nodes
+// (subnet 221); where one must pass, the test waits a few.
 func TestFinding5_RequestDeadlines(t *testing.T) {
 	c := startTestCluster(t, 221)
-	const lowered = 50 * time.Millisecond
+	const lowered = 100 * time.Millisecond
 	lower := func(to httpapi.Timeouts, nodes ...string) func() {
 		for _, id := range nodes {
 			c.node(id).api.SetTimeouts(to)
