@@ -165,8 +165,8 @@ func TestFinding10_ClientForwardedByHeadersAreIgnored(t *testing.T) {
 }
 
 // Finding 5: request headers are bounded (431 beyond MaxHeaderBytes), and
-// clients trickling headers a byte at a time do not keep the node from
-// serving others.
+// 256 clients trickling headers a byte a second do not keep the node from
+// serving others (subnet 220; their latency goes to the log).
 func TestFinding5_HeaderLimitAndSlowClients(t *testing.T) {
 	c := startTestCluster(t, 220)
 	// The node answers 431 and closes the connection: the client sees the
@@ -221,6 +221,7 @@ func TestFinding5_HeaderLimitAndSlowClients(t *testing.T) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 	var took []time.Duration
+	began := time.Now()
 	for range served {
 		start := time.Now()
 		if r := c.call("g1", "GET", "/v1/jobs?tenant=acme&consistency=eventual", testAcmeToken, nil); r.status != http.StatusOK {
@@ -231,7 +232,9 @@ func TestFinding5_HeaderLimitAndSlowClients(t *testing.T) {
 	slices.Sort(took)
 	t.Logf("%d slow-loris connections open: %d of %d other requests served, latency p50 %s, p90 %s, max %s; %d more goroutines in the process",
 		slow, len(took), served, took[len(took)/2], took[len(took)*9/10], took[len(took)-1], runtime.NumGoroutine()-goroutines)
-	if n := cut.Load(); n != 0 {
+	// The node keeps them all for its 10 s header deadline (a run slower
+	// than that sees them go, as it should).
+	if n := cut.Load(); n != 0 && time.Since(began) < 8*time.Second {
 		t.Fatalf("the node dropped %d of the %d slow connections early", n, slow)
 	}
 }
