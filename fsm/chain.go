@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 )
 
@@ -52,9 +53,45 @@ func BodyHash(b Body) (Hash, error) {
 // *ChainError naming the first event whose stored link, body hash, tenant
 // or sequence number does not verify.
 func verifyChain(tx ReadTx, tenant string) (ChainHead, error) {
+	p, err := verifyChainPage(tx, tenant, 0, nil, 0)
+	return p.Head, err
+}
+
+// ChainPage is one page of a chain verification (Ledger.VerifyChainPage).
+type ChainPage struct {
+	// Head is the last event the page verified: the event it started
+	// after when it verified none.
+	Head ChainHead
+	// Events is how many events the page recomputed.
+	Events int
+	// Done: the page reached the tenant's stored head, and it matches.
+	// Otherwise the next page starts after Head.
+	Done bool
+}
+
+// verifyChainPage recomputes at most limit (0: every) events of a tenant's
+// chain, those after the event of sequence number after (0: from the
+// first), as verifyChain does. link is that event's link as a previous
+// page verified it; nil takes the stored one. A stored link other than
+// link, or a missing event at after, is a *ChainError (the chain changed
+// between the pages); an after beyond the stored head is ErrInvalidCursor.
+func verifyChainPage(tx ReadTx, tenant string, after uint64, link *Hash, limit int) (ChainPage, error) {
 	var head ChainHead
+	if after > 0 {
+		var err error
+		if head, err = chainCursor(tx, tenant, after, link); err != nil {
+			return ChainPage{}, err
+		}
+	} else if link != nil {
+		return ChainPage{}, fmt.Errorf("%w: a chain link to continue from needs the sequence number of its event", ErrInvalidCursor)
+	}
 	var buf []byte
-	err := tx.ChainEvents(tenant, 0, func(se *StoredEvent) error {
+	events, more := 0, false
+	err := tx.ChainEvents(tenant, after, func(se *StoredEvent) error {
+		if limit > 0 && events == limit {
+			more = true
+			return errStop
+		}
 		broken := func(reason string) error {
 			return &ChainError{Tenant: tenant, Seq: head.Seq + 1, EventID: se.ID, JobID: se.JobID, Reason: reason}
 		}
@@ -79,18 +116,52 @@ func verifyChain(tx ReadTx, tenant string) (ChainHead, error) {
 			return broken("stored link does not match the recomputed link")
 		}
 		head = ChainHead{Seq: se.Seq, Link: link}
+		events++
 		return nil
 	})
-	if err != nil {
-		return ChainHead{}, err
+	if err != nil && !errors.Is(err, errStop) {
+		return ChainPage{}, err
 	}
+	page := ChainPage{Head: head, Events: events}
+	if more {
+		return page, nil
+	}
+	stored, _, err := tx.ChainHead(tenant)
+	if err != nil {
+		return ChainPage{}, fmt.Errorf("verify chain %q: %w", tenant, err)
+	}
+	if stored != head {
+		return ChainPage{}, &ChainError{Tenant: tenant, Seq: stored.Seq,
+			Reason: fmt.Sprintf("stored head (seq %d) does not match the recomputed head (seq %d)", stored.Seq, head.Seq)}
+	}
+	page.Done = true
+	return page, nil
+}
+
+// chainCursor is the head a page continuing after event after starts
+// from: that event's stored link, which must be link when given.
+func chainCursor(tx ReadTx, tenant string, after uint64, link *Hash) (ChainHead, error) {
 	stored, _, err := tx.ChainHead(tenant)
 	if err != nil {
 		return ChainHead{}, fmt.Errorf("verify chain %q: %w", tenant, err)
 	}
-	if stored != head {
-		return ChainHead{}, &ChainError{Tenant: tenant, Seq: stored.Seq,
-			Reason: fmt.Sprintf("stored head (seq %d) does not match the recomputed head (seq %d)", stored.Seq, head.Seq)}
+	if after > stored.Seq {
+		return ChainHead{}, fmt.Errorf("%w: tenant %q's chain ends at sequence number %d, before %d", ErrInvalidCursor, tenant, stored.Seq, after)
 	}
-	return head, nil
+	var at *StoredEvent
+	err = tx.ChainEvents(tenant, after-1, func(se *StoredEvent) error {
+		at = se
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return ChainHead{}, err
+	}
+	switch {
+	case at == nil || at.Seq != after:
+		return ChainHead{}, &ChainError{Tenant: tenant, Seq: after, Reason: "no stored event to continue after"}
+	case link != nil && *link != at.Link:
+		return ChainHead{}, &ChainError{Tenant: tenant, Seq: after, EventID: at.ID, JobID: at.JobID,
+			Reason: "stored link differs from the link verified for it before"}
+	}
+	return ChainHead{Seq: after, Link: at.Link}, nil
 }

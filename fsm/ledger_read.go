@@ -337,6 +337,23 @@ func (l *Ledger) VerifyChain(tenant string) (ChainHead, error) {
 	return h, err
 }
 
+// VerifyChainPage recomputes at most limit (0: every) events of a
+// tenant's audit chain in one read view: those after the event of
+// sequence number after (0: from the first), continuing from link, that
+// event's link as the previous page verified it (nil: its stored link).
+// A page that does not reach the stored head is not Done: the next one
+// starts after its Head. A broken link is a *ChainError, an after beyond
+// the chain ErrInvalidCursor.
+func (l *Ledger) VerifyChainPage(tenant string, after uint64, link *Hash, limit int) (ChainPage, error) {
+	var p ChainPage
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		p, err = verifyChainPage(tx, tenant, after, link, limit)
+		return err
+	})
+	return p, err
+}
+
 // JobDigest returns the state digest of a job of tenant.
 func (l *Ledger) JobDigest(tenant, jobID string) (Hash, error) {
 	s, err := l.Job(tenant, jobID)

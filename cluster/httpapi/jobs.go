@@ -27,7 +27,7 @@ func readBody(r *http.Request) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, httpx.TooLarge(httpx.MaxRequestBytes)
 		}
-		return nil, httpx.BadRequest("read request body: %v", err)
+		return nil, bodyReadError(err)
 	}
 	return b, nil
 }

@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,19 @@ const (
 	// MaxConnections bounds the connections one listener serves at once;
 	// a connection beyond waits in the kernel's backlog until one closes.
 	MaxConnections = 4096
+	// bodyReadTimeout bounds reading a request's body, from the end of its
+	// headers (deadline.go): a body of httpx.MaxRequestBytes (1 MiB) at
+	// 35 KiB/s, far below any real client's rate, so only a client that
+	// trickles its body on purpose is cut off (408, the connection closed).
+	bodyReadTimeout = 30 * time.Second
+	// writeTimeout bounds an ordinary request from the end of its headers
+	// to the end of its answer, so a client that stops reading frees its
+	// connection. The slowest ordinary call is one forwarded to another
+	// node (peer.CallTimeout, 15 s, which there may wait out a membership
+	// change or a session read); a minute leaves room for that. Watch
+	// streams, lease long-polls and pprof profiles extend it for
+	// themselves (deadline.go).
+	writeTimeout = time.Minute
 )
 
 // Writer submits events at a durability level (the commit pipeline).
@@ -169,8 +183,11 @@ type Server struct {
 	log     *slog.Logger
 	jobs    *Jobs
 	watches watchSet
-	metrics *httpMetrics
-	srv     *http.Server
+	// timeouts are the per-request deadlines (nil: the defaults; tests
+	// lower them with SetTimeouts).
+	timeouts atomic.Pointer[Timeouts]
+	metrics  *httpMetrics
+	srv      *http.Server
 
 	ctx    context.Context // ends at Close or Shutdown: watch streams
 	cancel context.CancelFunc
@@ -193,7 +210,10 @@ func New(cfg Config) (*Server, error) {
 		metrics: newHTTPMetrics(cfg.Registry)}
 	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries)}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
-	sv.srv = &http.Server{Handler: sv.routes(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+	// No ReadTimeout or WriteTimeout here: the deadlines of a request's
+	// body and answer are set per request (deadline.go), which lets
+	// streams and long-polls extend theirs.
+	sv.srv = &http.Server{Handler: sv.deadlines(sv.routes()), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		MaxHeaderBytes: MaxHeaderBytes}
 	sv.srv.RegisterOnShutdown(sv.cancel)
 	return sv, nil

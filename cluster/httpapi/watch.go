@@ -44,7 +44,9 @@ const (
 	// per interval, and a change is still seen within it.
 	watchMinInterval = 100 * time.Millisecond
 	// watchWriteTimeout bounds one write to a watcher: a client that
-	// stops reading loses its stream instead of holding it.
+	// stops reading loses its stream instead of holding it. Each write
+	// sets it afresh, in place of the request's write deadline
+	// (deadline.go), so a stream outlives that.
 	watchWriteTimeout = 10 * time.Second
 )
 
@@ -294,6 +296,7 @@ func (sv *Server) relayWatch(ctx context.Context, w http.ResponseWriter, r *http
 	var failures []string
 	for i := range peers {
 		addr := peers[(start+i)%len(peers)].Meta.APIAddr
+		sv.extendWriteDeadline(w, peer.CallTimeout) // each gate may take that long to answer
 		resp, err := sv.openWatch(ctx, r, addr, hops)
 		if err != nil {
 			failures = append(failures, addr+": "+err.Error())

@@ -176,6 +176,7 @@ func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request, c *call) 
 		httpx.WriteError(w, err)
 		return
 	}
+	sv.extendWriteDeadline(w, wait) // the answer comes after the wait
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	v := sv.cfg.Workers.LeaseView(ctx, index)

@@ -274,14 +274,38 @@ type ForwarderStatus struct {
 	LastError       string `json:"last_error,omitempty"`
 }
 
-// ChainVerification is the answer of GET /v1/chain/verify: the tenant's
-// chain head after every link was recomputed.
+// ChainVerification is the answer of GET /v1/chain/verify: one page of
+// the tenant's chain recomputed, at most the request's limit of events
+// after After. Seq and Link are the last event verified; when Complete is
+// false the next page continues with after=Next and link=Link.
 type ChainVerification struct {
-	Tenant   string `json:"tenant"`
-	Seq      uint64 `json:"seq"`
-	Link     string `json:"link"`
-	Verified bool   `json:"verified"`
+	Tenant string `json:"tenant"`
+	Seq    uint64 `json:"seq"`
+	Link   string `json:"link"`
+	// Verified: every link of the page (and, with Complete, of the chain
+	// up to its stored head) verifies. A broken link is a 409 instead.
+	Verified bool `json:"verified"`
+	// After is the sequence number the page started after.
+	After uint64 `json:"after"`
+	// Events is how many events the page recomputed (VerifyChain: the
+	// pages together).
+	Events int `json:"events"`
+	// Complete: the page reached the chain's stored head.
+	Complete bool `json:"complete"`
+	// Next is the after= of the next page; 0 when Complete.
+	Next uint64 `json:"next,omitempty"`
 }
+
+// Chain verification parameters (GET /v1/chain/verify).
+const (
+	// ParamAfter is the sequence number a page starts after.
+	ParamAfter = "after"
+	// ParamLink is the link of that event as the previous page verified it.
+	ParamLink = "link"
+	// ParamLimit bounds a page's events (at most the server's
+	// MaxVerifyEvents, its default).
+	ParamLimit = "limit"
+)
 
 // WorkflowList is the answer of GET /v1/jobs/{id}/workflows: the job's
 // workflows in the answering manager's region.

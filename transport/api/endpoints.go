@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/strata-ledger/strata/fsm"
 )
@@ -235,18 +236,71 @@ func result[T any](out *T, meta ResponseMeta, err error) (*T, ResponseMeta, erro
 	return out, meta, nil
 }
 
-// VerifyChain recomputes a tenant's audit chain on the answering gate
-// (GET /v1/chain/verify). A broken chain is an *Error with status 409
-// naming the first broken link.
+// VerifyChain recomputes a tenant's whole audit chain on the answering
+// gate (GET /v1/chain/verify), page after page: each page continues from
+// the link the one before verified, so together they check every link
+// once. The answer is the last page's, with Events the pages' total and
+// After 0. A broken chain is an *Error with status 409 naming the first
+// broken link.
 func (c *Client) VerifyChain(ctx context.Context, tenant string, ro ReadOptions) (*ChainVerification, ResponseMeta, error) {
+	var (
+		after  uint64
+		link   string
+		events int
+	)
+	for {
+		page, meta, err := c.VerifyChainPage(ctx, tenant, ChainPageOptions{After: after, Link: link}, ro)
+		if err != nil {
+			return nil, meta, err
+		}
+		events += page.Events
+		if page.Complete {
+			page.After, page.Events = 0, events
+			return page, meta, nil
+		}
+		if page.Next <= after || page.Link == "" {
+			return nil, meta, fmt.Errorf("api: chain verification of %q did not advance past sequence number %d", tenant, after)
+		}
+		after, link = page.Next, page.Link
+	}
+}
+
+// ChainPageOptions are where a page of a chain verification starts and
+// how many events it may recompute.
+type ChainPageOptions struct {
+	// After is the sequence number the page starts after (0: the first).
+	After uint64
+	// Link is that event's link as the previous page verified it (its
+	// answer's Link); empty takes the stored one.
+	Link string
+	// Limit bounds the page's events; 0 is the server's maximum.
+	Limit int
+}
+
+// VerifyChainPage recomputes one page of a tenant's audit chain (GET
+// /v1/chain/verify with after=, link=, limit=). A page that is not
+// Complete continues with After: Next and Link: Link.
+func (c *Client) VerifyChainPage(ctx context.Context, tenant string, po ChainPageOptions, ro ReadOptions) (*ChainVerification, ResponseMeta, error) {
 	q, err := readQuery(ro)
 	if err == nil {
 		err = checkID("tenant", tenant)
+	}
+	if err == nil && po.Limit < 0 {
+		err = fmt.Errorf("api: chain page limit %d is negative", po.Limit)
 	}
 	if err != nil {
 		return nil, ResponseMeta{}, err
 	}
 	q.Set("tenant", tenant)
+	if po.After > 0 {
+		q.Set(ParamAfter, strconv.FormatUint(po.After, 10))
+	}
+	if po.Link != "" {
+		q.Set(ParamLink, po.Link)
+	}
+	if po.Limit > 0 {
+		q.Set(ParamLimit, strconv.Itoa(po.Limit))
+	}
 	var out ChainVerification
 	meta, err := c.do(ctx, c.read("/v1/chain/verify", q, ro), &out)
 	return result(&out, meta, err)

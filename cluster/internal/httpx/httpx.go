@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/strata-ledger/strata/transport/api"
@@ -95,6 +96,13 @@ func TooLarge(limit int64) *APIError {
 	}
 }
 
+// BodyTimeout is the 408 of a request body that did not arrive within
+// its read deadline (the API's per-request deadlines).
+func BodyTimeout() *APIError {
+	return &APIError{Status: http.StatusRequestTimeout, Code: CodeTimeout,
+		Message: "the request body did not arrive within its deadline"}
+}
+
 func JSONError(err error, limit int64) *APIError {
 	var mbe *http.MaxBytesError
 	var se *json.SyntaxError
@@ -102,6 +110,8 @@ func JSONError(err error, limit int64) *APIError {
 	switch {
 	case errors.As(err, &mbe):
 		return TooLarge(limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return BodyTimeout()
 	case errors.Is(err, io.EOF):
 		return BadRequest("request body is empty")
 	case errors.As(err, &se):
