@@ -8,6 +8,12 @@ import (
 	"strings"
 )
 
+// MaxItemsPerLeaf bounds the items a comparison accepts from the peer for
+// one leaf, over all its pages, and so the memory and rounds a peer can
+// make it spend. At DefaultDepth a leaf holds a handful of jobs; a tree
+// whose leaves hold more than this is too shallow for its ledger.
+const MaxItemsPerLeaf = 1 << 20
+
 // Errors of a comparison.
 var (
 	ErrDepthMismatch = errors.New("antientropy: trees of different depths")
@@ -130,6 +136,10 @@ func (c *Compare) Step(p Page) (next Request, done bool, err error) {
 		c.visit(n+1, parent.sub(h))
 	}
 	for _, l := range p.Leaves {
+		if len(c.partial[l.Bucket])+len(l.Items) > MaxItemsPerLeaf {
+			c.done = true
+			return Request{}, true, fmt.Errorf("%w: more than %d items in leaf %d", ErrBadPage, MaxItemsPerLeaf, l.Bucket)
+		}
 		c.partial[l.Bucket] = append(c.partial[l.Bucket], l.Items...)
 		if l.More {
 			c.leaves = append(c.leaves, LeafCursor{Bucket: l.Bucket, After: l.Items[len(l.Items)-1].ID})

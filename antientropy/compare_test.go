@@ -197,3 +197,23 @@ func TestAnswer_RejectsOtherDepth(t *testing.T) {
 		t.Fatalf("Answer = %v, want ErrDepthMismatch", err)
 	}
 }
+
+// TestCompare_BytesGrowWithDifferencesNotJobs: the same difference costs
+// the same bytes in a ledger ten times larger, but for the items of the
+// one differing leaf.
+func TestCompare_BytesGrowWithDifferencesNotJobs(t *testing.T) {
+	const depth = 12
+	cost := func(jobs int) int {
+		a := newLedger(jobs)
+		b := a.clone()
+		b[jobID(77)] = digestOf(jobID(77), 1)
+		_, _, bytes := exchange(t, treeOf(t, depth, a), treeOf(t, depth, b))
+		return bytes
+	}
+	small, large := cost(2000), cost(20000)
+	t.Logf("1 difference: %d bytes among 2,000 jobs, %d among 20,000", small, large)
+	// 20,000 jobs put ~4.4 more jobs in the differing leaf, ~70 bytes each.
+	if large > small+20*70 {
+		t.Fatalf("bytes grew from %d to %d with the ledger", small, large)
+	}
+}
