@@ -35,6 +35,13 @@
 // levels, leaves); a comparison runs in the background, where round trips
 // matter less than bytes.
 //
+// Memory: at DefaultDepth the inner nodes (2^21 × 32 B) and the bucket
+// headers (2^21 × 24 B) take 111 MiB whatever the ledger, and each job
+// about 80 B more (id, item hash): 188 MiB at 1M jobs, ~0.9 GiB at 10M.
+// Rebuild of 1M jobs takes ~0.3 s on 2 cores (BenchmarkRebuild); reading
+// and digesting them from a store costs ten times that
+// (BenchmarkRebuildFromLedger).
+//
 // Invariants:
 //   - inner node n = sum of the item hashes in the buckets below it, after
 //     every Set, Delete and Rebuild; the empty tree's root is 0.
