@@ -217,3 +217,46 @@ func TestCompare_BytesGrowWithDifferencesNotJobs(t *testing.T) {
 		t.Fatalf("bytes grew from %d to %d with the ledger", small, large)
 	}
 }
+
+// TestCompare_PeerCannotSendEndlessLeaf: a peer that keeps answering a
+// leaf with "more" is cut off after MaxItemsPerLeaf items.
+func TestCompare_PeerCannotSendEndlessLeaf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends MaxItemsPerLeaf items")
+	}
+	local := treeOf(t, 1, ledger{})
+	c := NewCompare(local)
+	req := c.Start()
+	// Round 1: the root differs; round 2: the left leaf differs, the right is equal.
+	var root Hash
+	root[0] = 1
+	req, _, err := c.Step(Page{Depth: 1, Hashes: []Hash{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, _, err = c.Step(Page{Depth: 1, Hashes: []Hash{root}}); err != nil || len(req.Leaves) != 1 || req.Leaves[0].Bucket != 0 {
+		t.Fatalf("Step = %+v, %v; want leaf 0 asked", req, err)
+	}
+	next := 0
+	for sent := 0; ; sent += MaxItemsPerPage {
+		items := make([]Item, 0, MaxItemsPerPage)
+		for len(items) < MaxItemsPerPage {
+			id := fmt.Sprintf("x%09d", next)
+			next++
+			if BucketOf(id, 1) == 0 {
+				items = append(items, Item{ID: id})
+			}
+		}
+		var done bool
+		req, done, err = c.Step(Page{Depth: 1, Leaves: []LeafItems{{Bucket: 0, More: true, Items: items}}})
+		if err != nil {
+			if !errors.Is(err, ErrBadPage) || sent+len(items) <= MaxItemsPerLeaf {
+				t.Fatalf("after %d items: %v", sent+len(items), err)
+			}
+			return
+		}
+		if done || sent > MaxItemsPerLeaf {
+			t.Fatalf("after %d items: done %v, no error", sent+len(items), done)
+		}
+	}
+}
