@@ -17,9 +17,9 @@
 // item hashes below it (an incremental multiset hash).
 //
 // Why sums rather than SHA-256 of the children:
-//   - Updates are O(depth) with no hashing above the leaf: Set computes one item hash
-//     and adds the difference from the old one into the depth inner
-//     nodes above the bucket (21 256-bit additions). Inner nodes are
+//   - Updates are O(depth) with no hashing above the leaf: Set computes
+//     one item hash and adds the difference from the old one into the
+//     depth inner nodes above the bucket (21 256-bit additions). Inner nodes are
 //     always current, so readers never write (no lazy dirty marks) and
 //     Rebuild sums each node once.
 //   - A peer sends only the left child of a differing node; the asker
