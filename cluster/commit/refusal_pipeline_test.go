@@ -1,0 +1,152 @@
+package commit
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/wal"
+)
+
+// waitClimbed returns once the record at lsn has ended its climb (reached
+// the tier, been refused, or failed): at once when it is not climbing.
+func waitClimbed(t *testing.T, p *Pipeline, lsn wal.LSN) {
+	t.Helper()
+	p.opsMu.Lock()
+	o := p.ops[lsn]
+	p.opsMu.Unlock()
+	if o == nil {
+		return
+	}
+	select {
+	case <-o.done:
+	case <-t.Context().Done():
+		t.Fatalf("LSN %d still climbing", lsn)
+	}
+}
+
+// Issue 17 finding 9: a record acknowledged at LOCAL whose forward the
+// leader refuses (a 400, which cluster/peer maps to ErrInvalidBatch) was
+// dropped: logged and counted, and its client never learned. Now the
+// refusal is kept, durably, before the watermark passes the record; the
+// client reads it by the record's LSN; and it is still there after the
+// node restarts from its data dir.
+func TestFinding9_LocalAckedRefusalIsSurfaced(t *testing.T) {
+	c := startPipeCluster(t, 3, 216, DurabilityRegional, group.ProposerConfig{})
+	leader := c.leader()
+	follower := c.follower(leader)
+	ctx := testkit.Ctx(t)
+
+	refused, refusedJobs := testkit.JobEvents(0, 2)
+	refused[1].Tenant = "beta"
+	const why = "event 1: refused by the fault injected in this test"
+	c.setRefuse(func(l group.Leader, batch []byte) error {
+		events, err := fsm.DecodeBatch(batch)
+		if err == nil && events[0].ID == refused[0].ID {
+			// What cluster/peer makes of the leader's 400.
+			return fmt.Errorf("%w: leader %s: %s", group.ErrInvalidBatch, l.ID, why)
+		}
+		return nil
+	})
+
+	res, err := follower.pipe.Submit(ctx, refused, DurabilityLocal)
+	if err != nil || res.Level != DurabilityLocal {
+		t.Fatalf("LOCAL submit on the follower: %+v, %v", res, err)
+	}
+	waitClimbed(t, follower.pipe, res.LSN)
+
+	wantRefused := func(p *Pipeline, when string) {
+		t.Helper()
+		st, err := p.WriteStatus(res.LSN)
+		if err != nil {
+			t.Fatalf("%s: write status: %v", when, err)
+		}
+		if st.State != WriteRefused || st.Refusal == nil || st.Level != DurabilityLocal {
+			t.Fatalf("%s: write status %+v, want refused at LOCAL", when, st)
+		}
+		r := st.Refusal
+		if r.Node != follower.ID || r.LSN != res.LSN || r.HLC != refused[0].HLC ||
+			!strings.Contains(r.Reason, why) || !strings.Contains(r.Reason, leader.ID) {
+			t.Fatalf("%s: refusal %+v does not name the record, its HLC and the leader's reason", when, r)
+		}
+		if !reflect.DeepEqual(st.Tenants, []string{"acme", "beta"}) ||
+			!reflect.DeepEqual(st.Events, []fsm.EventID{refused[0].ID, refused[1].ID}) {
+			t.Fatalf("%s: refusal holds tenants %q and events %v, want both events and their tenants", when, st.Tenants, st.Events)
+		}
+	}
+	wantRefused(follower.pipe, "after the refusal")
+	if mark := follower.pipe.Watermark(); mark < res.LSN {
+		t.Fatalf("watermark %d held back by the refused LSN %d", mark, res.LSN)
+	}
+	if n := testkit.MetricValue(t, follower.Reg, "strata_pipeline_refused_total"); n != 1 {
+		t.Fatalf("strata_pipeline_refused_total = %v, want 1", n)
+	}
+
+	// Writes after it are not held back, and read as reached.
+	next, nextJobs := testkit.JobEvents(2, 1)
+	ok, err := follower.pipe.Submit(ctx, next, DurabilityRegional)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := follower.pipe.WriteStatus(ok.LSN); err != nil || st.State != WriteReached || st.Level != DurabilityRegional {
+		t.Fatalf("status of a write that reached the tier: %+v, %v", st, err)
+	}
+	c.WaitConverged(nextJobs)
+	for _, id := range refusedJobs {
+		if _, err := leader.Ledger.Job("acme", id); !errors.Is(err, fsm.ErrNotFound) {
+			t.Fatalf("refused job %s in the ledger: %v", id, err)
+		}
+	}
+
+	// From disk: the refusal is in the node's data dir, the watermark in
+	// its NodeWAL checkpoint, so nothing is re-proposed.
+	c.setRefuse(nil)
+	c.stop(follower)
+	c.start(follower)
+	wantRefused(follower.pipe, "after a restart")
+	if n, err := follower.pipe.Recover(ctx); err != nil || n != 0 {
+		t.Fatalf("Recover after the restart = %d, %v; want nothing to re-propose", n, err)
+	}
+	if mark := follower.wal.Watermarks().Regional; mark < ok.LSN {
+		t.Fatalf("checkpointed watermark %d, want at least %d", mark, ok.LSN)
+	}
+}
+
+// WriteStatus follows a record from pending (answered from memory) to
+// reached (read back from the NodeWAL), and knows no other LSN.
+func TestPipeline_WriteStatusFollowsARecordToItsTier(t *testing.T) {
+	w := openTestWAL(t, t.TempDir())
+	gc := newGatedCommitter(false)
+	p, _ := newTestPipeline(t, w, gc, 4)
+	ctx := testkit.Ctx(t)
+
+	events, jobs := testkit.JobEvents(0, 2)
+	res, err := p.Submit(ctx, events, DurabilityLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := WriteStatus{LSN: res.LSN, State: WritePending, Level: DurabilityLocal, HLC: events[0].HLC,
+		Tenants: []string{"acme"}, Events: []fsm.EventID{events[0].ID, events[1].ID}}
+	if st, err := p.WriteStatus(res.LSN); err != nil || !reflect.DeepEqual(st, want) {
+		t.Fatalf("pending: %+v, %v; want %+v", st, err, want)
+	}
+	gc.release(jobs[0])
+	waitClimbed(t, p, res.LSN)
+	p.opsMu.Lock() // as if its climb had ended long ago: read from disk
+	delete(p.ops, res.LSN)
+	p.opsMu.Unlock()
+	want.State, want.Level = WriteReached, DurabilityRegional
+	if st, err := p.WriteStatus(res.LSN); err != nil || !reflect.DeepEqual(st, want) {
+		t.Fatalf("reached: %+v, %v; want %+v", st, err, want)
+	}
+	for _, lsn := range []wal.LSN{0, res.LSN + 1} {
+		if _, err := p.WriteStatus(lsn); !errors.Is(err, ErrNoSuchWrite) {
+			t.Fatalf("LSN %d: %v, want ErrNoSuchWrite", lsn, err)
+		}
+	}
+}
