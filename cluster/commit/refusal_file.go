@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -142,7 +143,7 @@ func replayEntry(payload []byte, reg *refusalRegistry) error {
 	if err != nil {
 		return err
 	}
-	reg.add(r, payload)
+	reg.add(r, bytes.Clone(payload)) // not the whole file's buffer
 	return nil
 }
 
