@@ -567,7 +567,7 @@ func (p *Pipeline) flush() {
 // it started, once all are started; they reach the tier later (see
 // Watermark). Records are admitted as slots free (MaxPending), so Recover
 // waits while the pipeline is full, until ctx ends. Records of other types
-// count as reached. Call it once.
+// count as reached, and so do records already refused. Call it once.
 func (p *Pipeline) Recover(ctx context.Context) (int, error) {
 	if !p.recovered.CompareAndSwap(false, true) {
 		return 0, errors.New("cluster: pipeline: Recover called twice")
@@ -587,6 +587,13 @@ func (p *Pipeline) Recover(ctx context.Context) (int, error) {
 			break
 		}
 		if e.Type != WALRecordLedgerBatch {
+			p.reached(e.LSN)
+			continue
+		}
+		if _, refused, _ := p.refusals.get(e.LSN); refused {
+			// Refused before the node stopped, its watermark not yet
+			// checkpointed: a refusal is final (its client may have read
+			// it and resubmitted), so it is not proposed again.
 			p.reached(e.LSN)
 			continue
 		}

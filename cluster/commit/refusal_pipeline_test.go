@@ -3,9 +3,11 @@ package commit
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/internal/testkit"
@@ -148,5 +150,56 @@ func TestPipeline_WriteStatusFollowsARecordToItsTier(t *testing.T) {
 		if _, err := p.WriteStatus(lsn); !errors.Is(err, ErrNoSuchWrite) {
 			t.Fatalf("LSN %d: %v, want ErrNoSuchWrite", lsn, err)
 		}
+	}
+}
+
+// A record refused just before a crash, whose watermark was not yet
+// checkpointed, is not proposed again by Recover: a refusal is final (its
+// client may have read it and resubmitted its events).
+func TestPipeline_RecoverDoesNotReproposeARecordAlreadyRefused(t *testing.T) {
+	dir := t.TempDir()
+	refusals := filepath.Join(dir, "refusals")
+	w := openTestWAL(t, filepath.Join(dir, "wal"))
+	ctx := testkit.Ctx(t)
+
+	// The record stays above the watermark: its proposal never returns.
+	gc := newGatedCommitter(false)
+	p1, err := NewPipeline(PipelineConfig{Tier: DurabilityRegional, WAL: w, Committer: gc, NodeID: "m1", RefusalFile: refusals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := testkit.JobEvents(0, 1)
+	res, err := p1.Submit(ctx, events, DurabilityLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.Close()
+	// As if its refusal had been written and the node had then crashed.
+	log, err := openRefusalLog(refusals, MaxRefusals, MaxRefusalBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.record(newRefusal("m1", res.LSN, events[0].HLC, time.UnixMilli(1), testkit.MustBatch(t, events...), "refused")); err != nil {
+		t.Fatal(err)
+	}
+	log.close()
+
+	again := newGatedCommitter(true)
+	p2, err := NewPipeline(PipelineConfig{Tier: DurabilityRegional, WAL: w, Committer: again, NodeID: "m1", RefusalFile: refusals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	if n, err := p2.Recover(ctx); err != nil || n != 0 {
+		t.Fatalf("Recover = %d, %v; want the refused record skipped", n, err)
+	}
+	if a := again.attempts(testkit.JobID(0)); a != 0 {
+		t.Fatalf("the refused record was proposed %d times after the restart", a)
+	}
+	if mark := p2.Watermark(); mark != res.LSN {
+		t.Fatalf("watermark %d, want past the refused LSN %d", mark, res.LSN)
+	}
+	if st, err := p2.WriteStatus(res.LSN); err != nil || st.State != WriteRefused {
+		t.Fatalf("status after the restart: %+v, %v; want refused", st, err)
 	}
 }
