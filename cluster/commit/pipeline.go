@@ -206,8 +206,8 @@ type Pipeline struct {
 
 	slots chan struct{} // one token per record between append and tier
 
-	opsMu sync.Mutex
-	ops   map[wal.LSN]*op // climbing: for WriteStatus
+	writes *writeIndex   // climbing and recent records: for WriteStatus
+	scan   chan struct{} // one WriteStatus reading the NodeWAL at a time
 
 	ctx    context.Context // ends at Close; every climb runs under it
 	cancel context.CancelFunc
@@ -266,7 +266,8 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 		level:       level,
 		marks:       newLSNTracker(mark, last),
 		refusals:    refusals,
-		ops:         map[wal.LSN]*op{},
+		writes:      newWriteIndex(recentWrites, recentWriteBytes),
+		scan:        make(chan struct{}, 1),
 		recoverFrom: mark + 1,
 		recoverTo:   last,
 		slots:       make(chan struct{}, cfg.MaxPending),
@@ -374,9 +375,7 @@ func (p *Pipeline) append(batch []byte, ts hlc.Timestamp) (*op, *wal.Future, err
 // startClimbLocked starts o's climb; the caller holds a slot and
 // closeMu.RLock with closed false.
 func (p *Pipeline) startClimbLocked(o *op, fut *wal.Future) {
-	p.opsMu.Lock()
-	p.ops[o.lsn] = o
-	p.opsMu.Unlock()
+	p.writes.start(o)
 	p.climbs.Add(1)
 	p.m.inFlight.Inc()
 	go p.climb(o, fut)
@@ -386,9 +385,7 @@ func (p *Pipeline) startClimbLocked(o *op, fut *wal.Future) {
 // it until it reaches the tier, and advances the watermark.
 func (p *Pipeline) climb(o *op, fut *wal.Future) {
 	defer func() {
-		p.opsMu.Lock()
-		delete(p.ops, o.lsn)
-		p.opsMu.Unlock()
+		p.writes.end(o)
 		<-p.slots
 		p.m.inFlight.Dec()
 		p.climbs.Done()

@@ -19,9 +19,9 @@ import (
 // the tier, been refused, or failed): at once when it is not climbing.
 func waitClimbed(t *testing.T, p *Pipeline, lsn wal.LSN) {
 	t.Helper()
-	p.opsMu.Lock()
-	o := p.ops[lsn]
-	p.opsMu.Unlock()
+	p.writes.mu.Lock()
+	o := p.writes.climbing[lsn]
+	p.writes.mu.Unlock()
 	if o == nil {
 		return
 	}
@@ -139,13 +139,26 @@ func TestPipeline_WriteStatusFollowsARecordToItsTier(t *testing.T) {
 	}
 	gc.release(jobs[0])
 	waitClimbed(t, p, res.LSN)
-	p.opsMu.Lock() // as if its climb had ended long ago: read from disk
-	delete(p.ops, res.LSN)
-	p.opsMu.Unlock()
 	want.State, want.Level = WriteReached, DurabilityRegional
 	if st, err := p.WriteStatus(res.LSN); err != nil || !reflect.DeepEqual(st, want) {
 		t.Fatalf("reached: %+v, %v; want %+v", st, err, want)
 	}
+	p.Close() // every climb has ended: the index holds what it will
+	if p.writes.get(res.LSN) == nil {
+		t.Fatal("a record whose climb just ended is not held in memory")
+	}
+	p.writes.mu.Lock() // as if its climb had ended long ago: read from disk
+	delete(p.writes.climbing, res.LSN)
+	delete(p.writes.recent, res.LSN)
+	p.writes.mu.Unlock()
+	if st, err := p.WriteStatus(res.LSN); err != nil || !reflect.DeepEqual(st, want) {
+		t.Fatalf("reached, read from the NodeWAL: %+v, %v; want %+v", st, err, want)
+	}
+	p.scan <- struct{}{} // another reader holds the NodeWAL read
+	if _, err := p.WriteStatus(res.LSN); !errors.Is(err, ErrWriteStatusBusy) {
+		t.Fatalf("a second NodeWAL read at once: %v, want ErrWriteStatusBusy", err)
+	}
+	<-p.scan
 	for _, lsn := range []wal.LSN{0, res.LSN + 1} {
 		if _, err := p.WriteStatus(lsn); !errors.Is(err, ErrNoSuchWrite) {
 			t.Fatalf("LSN %d: %v, want ErrNoSuchWrite", lsn, err)
@@ -201,5 +214,35 @@ func TestPipeline_RecoverDoesNotReproposeARecordAlreadyRefused(t *testing.T) {
 	}
 	if st, err := p2.WriteStatus(res.LSN); err != nil || st.State != WriteRefused {
 		t.Fatalf("status after the restart: %+v, %v; want refused", st, err)
+	}
+}
+
+func TestWriteIndex_KeepsTheMostRecentWithinBounds(t *testing.T) {
+	x := newWriteIndex(3, 25)
+	ops := make([]*op, 6)
+	for i := range ops {
+		ops[i] = &op{lsn: wal.LSN(i + 1), batch: make([]byte, 10)}
+		x.start(ops[i])
+	}
+	for i, o := range ops {
+		if x.get(o.lsn) != o {
+			t.Fatalf("climbing LSN %d not held", o.lsn)
+		}
+		x.end(o)
+		if i >= 2 && x.get(ops[i-2].lsn) != nil {
+			t.Fatalf("after LSN %d ended, LSN %d is still held beyond 25 bytes", o.lsn, ops[i-2].lsn)
+		}
+	}
+	if x.get(6) != ops[5] || x.get(5) != ops[4] || len(x.recent) != 2 || x.bytes != 20 {
+		t.Fatalf("recent %v (%d bytes), want LSNs 5 and 6", x.order, x.bytes)
+	}
+	big := newWriteIndex(2, 1<<20)
+	for i := range 4 {
+		o := &op{lsn: wal.LSN(i + 1)}
+		big.start(o)
+		big.end(o)
+	}
+	if big.get(2) != nil || big.get(3) == nil || len(big.recent) != 2 {
+		t.Fatalf("count bound: recent %v", big.order)
 	}
 }

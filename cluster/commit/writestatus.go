@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -39,9 +40,24 @@ func (s WriteState) String() string {
 	return fmt.Sprintf("WriteState(%d)", uint8(s))
 }
 
-// ErrNoSuchWrite is returned by WriteStatus for an LSN that holds no
-// ledger batch of this node.
-var ErrNoSuchWrite = errors.New("cluster: no such write")
+// Errors of WriteStatus.
+var (
+	// ErrNoSuchWrite is returned for an LSN that holds no ledger batch of
+	// this node.
+	ErrNoSuchWrite = errors.New("cluster: no such write")
+	// ErrWriteStatusBusy is returned when the record must be read back
+	// from the NodeWAL while another WriteStatus is doing so: retry.
+	ErrWriteStatusBusy = errors.New("cluster: write status: another NodeWAL read is in progress, retry")
+)
+
+// Bounds of the records WriteStatus answers from memory once their climb
+// ended: the most recent recentWrites, holding at most recentWriteBytes
+// of batches. An older record is read back from the NodeWAL, by one
+// caller at a time (a scan of its segment up to it).
+const (
+	recentWrites     = 16_384
+	recentWriteBytes = 16 << 20
+)
 
 // WriteStatus is what became of one NodeWAL record (one Submit).
 type WriteStatus struct {
@@ -63,9 +79,10 @@ type WriteStatus struct {
 }
 
 // WriteStatus returns what became of the record at lsn: pending, reached,
-// refused (with the refusal) or unknown. A pending record is answered
-// from memory; a reached one is read back from the NodeWAL (a scan of its
-// segment up to it). It is ErrNoSuchWrite for an LSN this node's NodeWAL
+// refused (with the refusal) or unknown. A record climbing, or among the
+// most recent to end their climb, is answered from memory; an older one
+// is read back from the NodeWAL, one caller at a time (ErrWriteStatusBusy
+// for the others). It is ErrNoSuchWrite for an LSN this node's NodeWAL
 // does not hold as a ledger batch.
 func (p *Pipeline) WriteStatus(lsn wal.LSN) (WriteStatus, error) {
 	if lsn == 0 {
@@ -85,9 +102,7 @@ func (p *Pipeline) WriteStatus(lsn wal.LSN) (WriteStatus, error) {
 		st.State, st.Level = WriteUnknown, DurabilityLocal
 		return st, err
 	}
-	p.opsMu.Lock()
-	o := p.ops[lsn]
-	p.opsMu.Unlock()
+	o := p.writes.get(lsn)
 	var st WriteStatus
 	if o != nil {
 		st = WriteStatus{LSN: lsn, HLC: o.ts}
@@ -117,6 +132,12 @@ func (p *Pipeline) recordStatus(lsn wal.LSN) (WriteStatus, error) {
 	st := WriteStatus{LSN: lsn}
 	if lsn > p.cfg.WAL.LastLSN() {
 		return st, fmt.Errorf("%w: LSN %d is beyond the NodeWAL's last, %d", ErrNoSuchWrite, lsn, p.cfg.WAL.LastLSN())
+	}
+	select {
+	case p.scan <- struct{}{}:
+		defer func() { <-p.scan }()
+	default:
+		return st, ErrWriteStatusBusy
 	}
 	it, err := p.cfg.WAL.Iterator(lsn)
 	if errors.Is(err, wal.ErrCompacted) {
@@ -151,4 +172,57 @@ func describe(events []fsm.Event) ([]string, []fsm.EventID) {
 		ids[i] = events[i].ID
 	}
 	return tenants, ids
+}
+
+// writeIndex holds the records climbing and the most recent ones whose
+// climb ended (at most maxRecent of them, holding at most maxBytes of
+// batches; the oldest go first), so that WriteStatus answers them from
+// memory. Safe for concurrent use.
+type writeIndex struct {
+	mu                  sync.Mutex
+	climbing            map[wal.LSN]*op
+	recent              map[wal.LSN]*op
+	order               []wal.LSN // of recent, oldest first
+	bytes               int       // of recent's batches
+	maxRecent, maxBytes int
+}
+
+func newWriteIndex(maxRecent, maxBytes int) *writeIndex {
+	return &writeIndex{climbing: map[wal.LSN]*op{}, recent: map[wal.LSN]*op{}, maxRecent: maxRecent, maxBytes: maxBytes}
+}
+
+// start records that o climbs.
+func (x *writeIndex) start(o *op) {
+	x.mu.Lock()
+	x.climbing[o.lsn] = o
+	x.mu.Unlock()
+}
+
+// end records that o's climb ended: it moves to the recent ones.
+func (x *writeIndex) end(o *op) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.climbing, o.lsn)
+	if _, ok := x.recent[o.lsn]; !ok {
+		x.recent[o.lsn] = o
+		x.order = append(x.order, o.lsn)
+		x.bytes += len(o.batch)
+	}
+	for len(x.order) > 0 && (len(x.recent) > x.maxRecent || x.bytes > x.maxBytes) {
+		if old, ok := x.recent[x.order[0]]; ok {
+			x.bytes -= len(old.batch)
+			delete(x.recent, x.order[0])
+		}
+		x.order = x.order[1:]
+	}
+}
+
+// get returns the record at lsn if it is held.
+func (x *writeIndex) get(lsn wal.LSN) *op {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if o, ok := x.climbing[lsn]; ok {
+		return o
+	}
+	return x.recent[lsn]
 }

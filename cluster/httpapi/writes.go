@@ -64,6 +64,10 @@ func (sv *Server) handleWriteStatus(w http.ResponseWriter, r *http.Request, c *c
 	case errors.Is(err, commit.ErrNoSuchWrite):
 		httpx.WriteError(w, notFound)
 		return
+	case errors.Is(err, commit.ErrWriteStatusBusy):
+		w.Header().Set("Retry-After", "1")
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: err.Error()})
+		return
 	case err != nil:
 		httpx.WriteError(w, err)
 		return
