@@ -7,10 +7,13 @@
 // receives, originates or plans its origin (id, HLC, node, region).
 //
 // Invariants: a record acknowledged at LOCAL or above is in the NodeWAL
-// and keeps climbing, with backoff, until it reaches its tier or the
-// pipeline closes; after a crash, Recover re-proposes every record above
-// the tier watermark (apply is idempotent by event id); the tier watermark
-// is the highest LSN below which every record reached the tier, and is
+// and keeps climbing, with backoff, until it reaches its tier, the tier
+// refuses it for good (invalid batch: then its Refusal is fsynced in the
+// node's refusal file before the watermark passes it, and WriteStatus
+// answers it; never dropped silently), or the pipeline closes; after a
+// crash, Recover re-proposes every record above the tier watermark (apply
+// is idempotent by event id); the tier watermark is the highest LSN below
+// which every record reached the tier or was refused, and is
 // checkpointed at most every WatermarkInterval; every queue is bounded and
 // a full one answers ErrBackpressure at once; an fsync error stops the
 // node (OnFatal), it is never retried.

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -34,6 +35,10 @@ type pipeCluster struct {
 
 	mu sync.Mutex
 	of map[*grouptest.Node]*pipeNode
+	// refuse, when set, is asked before every forward to the leader: an
+	// error it returns is the leader's answer (fault injection of a
+	// leader that refuses a batch).
+	refuse func(leader group.Leader, batch []byte) error
 }
 
 // startPipeCluster starts n nodes on 127.0.<subnet>.1..n as one group
@@ -86,13 +91,35 @@ func (c *pipeCluster) newPipeline(nd *pipeNode, committer Committer) *Pipeline {
 		reg = nil
 	}
 	p, err := NewPipeline(PipelineConfig{
-		Tier: c.tier, WAL: nd.wal, Committer: committer, Forwarder: ForwarderFunc(c.Forward),
+		Tier: c.tier, WAL: nd.wal, Committer: committer, Forwarder: ForwarderFunc(c.forward),
+		NodeID: nd.ID, RefusalFile: filepath.Join(nd.Dir, "refusals"),
 		RetryFirst: 5 * time.Millisecond, RetryMax: 100 * time.Millisecond, Registerer: reg,
 	})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return p
+}
+
+// forward is the Forwarder of every node: the refusal fault if set, else
+// the leader's Proposer in process.
+func (c *pipeCluster) forward(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error) {
+	c.mu.Lock()
+	refuse := c.refuse
+	c.mu.Unlock()
+	if refuse != nil {
+		if err := refuse(leader, batch); err != nil {
+			return group.Proposal{}, err
+		}
+	}
+	return c.Forward(ctx, leader, batch)
+}
+
+// setRefuse installs (nil: removes) the refusal fault.
+func (c *pipeCluster) setRefuse(f func(leader group.Leader, batch []byte) error) {
+	c.mu.Lock()
+	c.refuse = f
+	c.mu.Unlock()
 }
 
 func (c *pipeCluster) start(nd *pipeNode) { c.Cluster.Start(nd.Node) }

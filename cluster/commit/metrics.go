@@ -14,7 +14,8 @@ type pipelineMetrics struct {
 	reproposed prometheus.Counter
 	retries    prometheus.Counter
 	forwarded  prometheus.Counter
-	dropped    prometheus.Counter
+	refused    prometheus.Counter
+	evicted    prometheus.Counter
 	rejected   *prometheus.CounterVec
 	watermark  prometheus.Gauge
 }
@@ -42,9 +43,15 @@ func newPipelineMetrics(reg prometheus.Registerer) (*pipelineMetrics, error) {
 			Name: "strata_pipeline_forwarded_total",
 			Help: "Batches forwarded to the leader by a follower.",
 		}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "strata_pipeline_dropped_total",
-			Help: "NodeWAL records the tier refused as malformed (a bug: never expected).",
+		// strata_pipeline_dropped_total before issue 17 finding 9: the
+		// records are no longer dropped silently, their refusal is kept.
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_pipeline_refused_total",
+			Help: "NodeWAL records the tier refused for good (invalid batch, malformed entry: a bug or a version skew); each refusal is kept for its client (GET /v1/writes/{node}/{lsn}).",
+		}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_pipeline_refusals_evicted_total",
+			Help: "Kept refusals dropped, oldest first, to stay within MaxRefusals and MaxRefusalBytes.",
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strata_pipeline_rejected_total",
@@ -61,5 +68,5 @@ func newPipelineMetrics(reg prometheus.Registerer) (*pipelineMetrics, error) {
 	for _, r := range []string{"level", "invalid", "backpressure"} {
 		m.rejected.WithLabelValues(r)
 	}
-	return m, metrics.Register(reg, "pipeline", m.ackVec, m.inFlight, m.reproposed, m.retries, m.forwarded, m.dropped, m.rejected, m.watermark)
+	return m, metrics.Register(reg, "pipeline", m.ackVec, m.inFlight, m.reproposed, m.retries, m.forwarded, m.refused, m.evicted, m.rejected, m.watermark)
 }

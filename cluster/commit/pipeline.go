@@ -34,7 +34,8 @@ type Committer interface {
 // own Proposer and answers with the proposal. The node implements it with
 // a call to the leader's internal API. It must honour ctx. Every error is
 // retried with backoff (a *NotLeaderError when leadership moved, a network
-// error, ...), except one wrapping ErrInvalidBatch.
+// error, ...), except one wrapping ErrInvalidBatch: the record is then
+// refused for good (see Refusal).
 type Forwarder interface {
 	Forward(ctx context.Context, leader group.Leader, batch []byte) (group.Proposal, error)
 }
@@ -88,9 +89,20 @@ type PipelineConfig struct {
 	RetryFirst time.Duration
 	RetryMax   time.Duration
 	// OnFatal is called once when the NodeWAL has stopped after an I/O
-	// error (wal.ErrStopped): nothing can be acknowledged from then on,
-	// so the node must stop. Nil: the error is only returned and logged.
+	// error (wal.ErrStopped), or a refusal could not be recorded: nothing
+	// can be acknowledged from then on, so the node must stop. Nil: the
+	// error is only returned and logged.
 	OnFatal func(error)
+	// NodeID names this node in the refusals it records. At most
+	// fsm.MaxNameBytes.
+	NodeID string
+	// RefusalFile is where the refusals of records the tier refused for
+	// good are kept (refusal_file.go), in the node's data dir, never in
+	// the NodeWAL's directory. Empty: kept in memory only and lost at a
+	// restart (tests).
+	RefusalFile string
+	// Now is the clock of refusals' times; nil is time.Now.
+	Now func() time.Time
 	// Logger defaults to discarding; Registerer nil registers nothing.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -118,6 +130,12 @@ func (c *PipelineConfig) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if len(c.NodeID) > fsm.MaxNameBytes {
+		return fmt.Errorf("cluster: pipeline config: node id of %d bytes, limit %d", len(c.NodeID), fsm.MaxNameBytes)
 	}
 	if err := checkTier(c.Tier); err != nil {
 		return fmt.Errorf("cluster: pipeline config: %w", err)
@@ -181,11 +199,15 @@ type Pipeline struct {
 	level wal.Level
 
 	marks       *lsnTracker
+	refusals    *refusalLog
 	recoverFrom wal.LSN // first LSN Recover re-proposes
 	recoverTo   wal.LSN // last LSN on disk at NewPipeline
 	recovered   atomic.Bool
 
 	slots chan struct{} // one token per record between append and tier
+
+	writes *writeIndex   // climbing and recent records: for WriteStatus
+	scan   chan struct{} // one WriteStatus reading the NodeWAL at a time
 
 	ctx    context.Context // ends at Close; every climb runs under it
 	cancel context.CancelFunc
@@ -208,6 +230,7 @@ type Pipeline struct {
 // op is one record climbing to the tier.
 type op struct {
 	lsn   wal.LSN
+	ts    hlc.Timestamp // the record's
 	batch []byte
 	out   group.Proposal
 	err   error
@@ -229,6 +252,10 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	refusals, err := openRefusalLog(cfg.RefusalFile, MaxRefusals, MaxRefusalBytes)
+	if err != nil {
+		return nil, err
+	}
 	level := walLevel(cfg.Tier)
 	mark, last := cfg.WAL.Watermarks().Get(level), cfg.WAL.LastLSN()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -238,6 +265,9 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 		m:           m,
 		level:       level,
 		marks:       newLSNTracker(mark, last),
+		refusals:    refusals,
+		writes:      newWriteIndex(recentWrites, recentWriteBytes),
+		scan:        make(chan struct{}, 1),
 		recoverFrom: mark + 1,
 		recoverTo:   last,
 		slots:       make(chan struct{}, cfg.MaxPending),
@@ -336,7 +366,7 @@ func (p *Pipeline) append(batch []byte, ts hlc.Timestamp) (*op, *wal.Future, err
 		p.walFailed(err)
 		return nil, nil, fmt.Errorf("cluster: submit: NodeWAL append: %w", err)
 	}
-	o := &op{lsn: fut.LSN(), batch: batch, done: make(chan struct{})}
+	o := &op{lsn: fut.LSN(), ts: ts, batch: batch, done: make(chan struct{})}
 	p.marks.add(o.lsn)
 	p.startClimbLocked(o, fut)
 	return o, fut, nil
@@ -345,6 +375,7 @@ func (p *Pipeline) append(batch []byte, ts hlc.Timestamp) (*op, *wal.Future, err
 // startClimbLocked starts o's climb; the caller holds a slot and
 // closeMu.RLock with closed false.
 func (p *Pipeline) startClimbLocked(o *op, fut *wal.Future) {
+	p.writes.start(o)
 	p.climbs.Add(1)
 	p.m.inFlight.Inc()
 	go p.climb(o, fut)
@@ -354,6 +385,7 @@ func (p *Pipeline) startClimbLocked(o *op, fut *wal.Future) {
 // it until it reaches the tier, and advances the watermark.
 func (p *Pipeline) climb(o *op, fut *wal.Future) {
 	defer func() {
+		p.writes.end(o)
 		<-p.slots
 		p.m.inFlight.Dec()
 		p.climbs.Done()
@@ -369,16 +401,39 @@ func (p *Pipeline) climb(o *op, fut *wal.Future) {
 	switch {
 	case err == nil:
 	case errors.Is(err, group.ErrInvalidBatch), errors.Is(err, group.ErrBadEntry):
-		// Cannot happen to a batch this node encoded and the NodeWAL
-		// checked; retrying would hold the watermark back for good.
-		p.log.Error("dropping a NodeWAL record the tier refuses", "lsn", o.lsn, "err", err)
-		p.m.dropped.Inc()
+		// The tier refuses it for good (a bug, or a leader of another
+		// version): retrying would hold the watermark back forever, but
+		// its caller may hold a NONE or LOCAL ack. Keep the refusal,
+		// durably, before the watermark passes the record, so that the
+		// client can read it (WriteStatus) instead of losing the write
+		// silently.
+		if rerr := p.refuse(o, err); rerr != nil {
+			o.finish(group.Proposal{}, fmt.Errorf("cluster: NodeWAL LSN %d refused by the tier (%w), and the refusal could not be recorded: %w", o.lsn, err, rerr))
+			return
+		}
 	default:
 		o.finish(group.Proposal{}, err)
 		return
 	}
 	p.reached(o.lsn)
 	o.finish(out, err)
+}
+
+// refuse records that the tier refused o for good (why), durably.
+func (p *Pipeline) refuse(o *op, why error) error {
+	r := newRefusal(p.cfg.NodeID, o.lsn, o.ts, p.cfg.Now(), o.batch, why.Error())
+	evicted, err := p.refusals.record(r)
+	if err != nil {
+		p.log.Error("the tier refused a NodeWAL record, and the refusal could not be recorded; it stays pending", "lsn", o.lsn, "refused", why, "err", err)
+		if p.cfg.OnFatal != nil {
+			p.fatalOnce.Do(func() { p.cfg.OnFatal(err) })
+		}
+		return err
+	}
+	p.m.refused.Inc()
+	p.m.evicted.Add(float64(evicted))
+	p.log.Error("the tier refused a NodeWAL record; its refusal is kept for the client", "lsn", o.lsn, "events", len(r.Events), "err", why)
+	return nil
 }
 
 // propose tries until o's batch is committed in the tier, a permanent
@@ -509,7 +564,7 @@ func (p *Pipeline) flush() {
 // it started, once all are started; they reach the tier later (see
 // Watermark). Records are admitted as slots free (MaxPending), so Recover
 // waits while the pipeline is full, until ctx ends. Records of other types
-// count as reached. Call it once.
+// count as reached, and so do records already refused. Call it once.
 func (p *Pipeline) Recover(ctx context.Context) (int, error) {
 	if !p.recovered.CompareAndSwap(false, true) {
 		return 0, errors.New("cluster: pipeline: Recover called twice")
@@ -532,7 +587,14 @@ func (p *Pipeline) Recover(ctx context.Context) (int, error) {
 			p.reached(e.LSN)
 			continue
 		}
-		if err := p.launchRecovered(ctx, e.LSN, bytes.Clone(e.Payload)); err != nil {
+		if _, refused, _ := p.refusals.get(e.LSN); refused {
+			// Refused before the node stopped, its watermark not yet
+			// checkpointed: a refusal is final (its client may have read
+			// it and resubmitted), so it is not proposed again.
+			p.reached(e.LSN)
+			continue
+		}
+		if err := p.launchRecovered(ctx, e.LSN, e.HLC, bytes.Clone(e.Payload)); err != nil {
 			return n, fmt.Errorf("cluster: recover LSN %d: %w", e.LSN, err)
 		}
 		n++
@@ -546,7 +608,7 @@ func (p *Pipeline) Recover(ctx context.Context) (int, error) {
 }
 
 // launchRecovered waits for a slot and starts a recovered record's climb.
-func (p *Pipeline) launchRecovered(ctx context.Context, lsn wal.LSN, batch []byte) error {
+func (p *Pipeline) launchRecovered(ctx context.Context, lsn wal.LSN, ts hlc.Timestamp, batch []byte) error {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -560,7 +622,7 @@ func (p *Pipeline) launchRecovered(ctx context.Context, lsn wal.LSN, batch []byt
 		<-p.slots
 		return group.ErrClosed
 	}
-	p.startClimbLocked(&op{lsn: lsn, batch: batch, done: make(chan struct{})}, nil)
+	p.startClimbLocked(&op{lsn: lsn, ts: ts, batch: batch, done: make(chan struct{})}, nil)
 	return nil
 }
 
@@ -592,6 +654,9 @@ func (p *Pipeline) Close() error {
 		p.climbs.Wait()
 		close(p.stopFlush)
 		<-p.flushDone
+		if err := p.refusals.close(); err != nil {
+			p.log.Error("close refusals", "err", err)
+		}
 	})
 	return nil
 }

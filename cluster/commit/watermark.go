@@ -73,3 +73,15 @@ func (t *lsnTracker) span() uint64 {
 	defer t.mu.Unlock()
 	return uint64(t.highest - t.mark)
 }
+
+// finished reports whether lsn has finished: at or below the mark, or
+// finished above a gap.
+func (t *lsnTracker) finished(lsn wal.LSN) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if lsn <= t.mark {
+		return true
+	}
+	_, ok := t.done[lsn]
+	return ok
+}

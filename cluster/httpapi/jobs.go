@@ -68,16 +68,21 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 			WriteResponse: api.WriteResponse{Durability: out.Level.String(), HLC: out.HLC}})
 		return
 	}
-	res := commit.SubmitResult{Level: out.Level, Index: out.Index}
+	res := commit.SubmitResult{Level: out.Level, LSN: out.LSN, Index: out.Index}
 	httpx.WriteJSON(w, http.StatusCreated, api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)})
 }
 
 // writeResponse is the common part of a write's answer; it sets the
-// session header when the write reached its tier.
+// session header when the write reached its tier, and names the NodeWAL
+// record of a write acknowledged below it, so that the client can read
+// whether it got there or was refused (GET /v1/writes/{node}/{lsn}).
 func (sv *Server) writeResponse(w http.ResponseWriter, res commit.SubmitResult, ts hlc.Timestamp) api.WriteResponse {
 	out := api.WriteResponse{Durability: res.Level.String(), HLC: ts, Session: sv.sessionToken(res.Index)}
 	if out.Session != "" {
 		w.Header().Set(api.HeaderSession, out.Session)
+	}
+	if res.LSN != 0 && res.Level < sv.cfg.Tier {
+		out.Write = api.WriteRef(sv.cfg.NodeID, uint64(res.LSN))
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/wal"
 )
 
 // Jobs is a gate's job write service: it turns a client's submit into a
@@ -35,6 +36,9 @@ type Submitted struct {
 	// Index is the entry that carried it, 0 when it did not reach its
 	// tier or is a repeat: the session token's index.
 	Index uint64
+	// LSN is its NodeWAL record (0 for a repeat): the write's reference
+	// when it was acknowledged below its tier.
+	LSN wal.LSN
 	// Existing: a repeat of an earlier submit's key; nothing new was made.
 	Existing bool
 }
@@ -94,7 +98,7 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	if err := resultError(res); err != nil {
 		return Submitted{}, err
 	}
-	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index}, nil
+	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index, LSN: res.LSN}, nil
 }
 
 // checkRegions refuses a region no node of the cluster serves.

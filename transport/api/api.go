@@ -6,6 +6,9 @@ package api
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -87,10 +90,62 @@ type SubmitJobRequest = fsm.JobSpec
 // WriteResponse is the answer to a write: the level it reached (NONE,
 // LOCAL, REGIONAL or GLOBAL) and, once it reached its tier, the session
 // token a client sends back for session reads (also in HeaderSession).
+// A write acknowledged below its tier (durability=none or local) names
+// its NodeWAL record in Write, "{node}/{lsn}": it keeps climbing to its
+// tier, and GET /v1/writes/{node}/{lsn} (Client.WriteStatus) says whether
+// it got there or was refused.
 type WriteResponse struct {
 	Durability string        `json:"durability"`
 	HLC        hlc.Timestamp `json:"hlc"`
 	Session    string        `json:"session,omitempty"`
+	Write      string        `json:"write,omitempty"`
+}
+
+// WriteRef is the Write of a WriteResponse: the record lsn of node.
+func WriteRef(node string, lsn uint64) string { return node + "/" + strconv.FormatUint(lsn, 10) }
+
+// ParseWriteRef splits a WriteRef into its node and LSN.
+func ParseWriteRef(ref string) (node string, lsn uint64, err error) {
+	i := strings.LastIndexByte(ref, '/')
+	if i > 0 {
+		lsn, err = strconv.ParseUint(ref[i+1:], 10, 64)
+	}
+	if i <= 0 || err != nil || lsn == 0 {
+		return "", 0, fmt.Errorf("write reference %q is not {node}/{lsn}", ref)
+	}
+	return ref[:i], lsn, nil
+}
+
+// Write statuses of WriteStatus.Status.
+const (
+	// WritePending: in the node's NodeWAL, still climbing to its tier.
+	WritePending = "pending"
+	// WriteReached: at its tier (Durability says which).
+	WriteReached = "reached"
+	// WriteRefused: the tier refused it for good; Reason says why. Its
+	// events are not in the ledger: fix and resubmit them.
+	WriteRefused = "refused"
+	// WriteUnknown: older than the oldest refusal the node keeps (10,000):
+	// it reached its tier or was refused, and which is no longer known.
+	WriteUnknown = "unknown"
+)
+
+// WriteStatus is the answer to GET /v1/writes/{node}/{lsn}: what became
+// of a write acknowledged below its tier.
+type WriteStatus struct {
+	Write  string `json:"write"`
+	Node   string `json:"node"`
+	LSN    uint64 `json:"lsn"`
+	Status string `json:"status"`
+	// Durability is what holds: NONE or LOCAL while pending, the tier
+	// once reached, LOCAL when refused or unknown.
+	Durability string        `json:"durability"`
+	HLC        hlc.Timestamp `json:"hlc"`
+	// Events are the write's event ids, when known.
+	Events []fsm.EventID `json:"events,omitempty"`
+	// Reason (the tier's error) and RefusedAt are set when refused.
+	Reason    string     `json:"reason,omitempty"`
+	RefusedAt *time.Time `json:"refused_at,omitempty"`
 }
 
 // SubmitJobResponse is the answer to POST /v1/jobs: 201 for a new job, 200

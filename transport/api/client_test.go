@@ -197,6 +197,8 @@ func TestClient_RequestsMatchTheAPI(t *testing.T) {
 			_, _, err := c.SubmitEvents(ctx, &BatchRequest{Events: []fsm.Event{}}, WriteOptions{Durability: DurabilityNone})
 			return err
 		}, "POST", "/v1/events:batch", "durability=none", `{"events":[]}`, ""},
+		{"write status", func() error { _, _, err := c.WriteStatus(ctx, WriteRef("m1", 42)); return err },
+			"GET", "/v1/writes/m1/42", "", "", ""},
 		{"members", func() error { _, _, err := c.Members(ctx); return err }, "GET", "/v1/cluster/members", "", "", ""},
 		{"raft", func() error { _, _, err := c.RaftStatus(ctx); return err }, "GET", "/v1/cluster/raft", "", "", ""},
 		{"join", func() error {

@@ -113,6 +113,21 @@ func (c *Client) SubmitEvents(ctx context.Context, req *BatchRequest, wo WriteOp
 	return result(&out, meta, err)
 }
 
+// WriteStatus reads what became of a write acknowledged below its tier
+// (GET /v1/writes/{node}/{lsn}), by the Write of its WriteResponse: any
+// node answers, forwarding to the one named. A write the token may not
+// see (another tenant's) is a 404, like one that does not exist.
+func (c *Client) WriteStatus(ctx context.Context, ref string) (*WriteStatus, ResponseMeta, error) {
+	node, lsn, err := ParseWriteRef(ref)
+	if err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	var out WriteStatus
+	meta, err := c.do(ctx, request{method: http.MethodGet,
+		path: "/v1/writes/" + url.PathEscape(node) + "/" + strconv.FormatUint(lsn, 10), retrySafe: true}, &out)
+	return result(&out, meta, err)
+}
+
 // Members lists the nodes gossip knows (GET /v1/cluster/members).
 func (c *Client) Members(ctx context.Context) (*MemberList, ResponseMeta, error) {
 	var out MemberList
