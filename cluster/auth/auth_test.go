@@ -94,7 +94,7 @@ func TestNewBootstrapToken_IsUsableOperatorToken(t *testing.T) {
 	}
 }
 
-func TestPeerTokenOK_SchemeIsCaseInsensitive(t *testing.T) {
+func TestFinding10_BearerSchemeIsCaseInsensitive(t *testing.T) {
 	const tok = "cluster-token-0123456789"
 	for _, h := range []string{"Bearer " + tok, "bearer " + tok, "BeArEr " + tok} {
 		r := httptest.NewRequest("POST", "/", nil)

@@ -81,7 +81,7 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 	}
 	res, err := sv.cfg.Writer.Submit(r.Context(), req.Events, level)
 	if err != nil {
-		httpx.WriteError(w, submitError(err, res))
+		httpx.WriteError(w, submitError(err, res, sv.cfg.NodeID))
 		return
 	}
 	out := api.BatchResponse{WriteResponse: sv.writeResponse(w, res, req.Events[0].HLC)}

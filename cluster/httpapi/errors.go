@@ -11,6 +11,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 // Mapping of the ledger's and the pipeline's errors to HTTP statuses and
@@ -59,8 +60,10 @@ func resultError(res commit.SubmitResult) error {
 
 // submitError maps a failed Submit. Before the NodeWAL nothing happened;
 // after it, the write holds at res.Level and keeps climbing, which the
-// message says so that a client knows a retry is safe but not needed.
-func submitError(err error, res commit.SubmitResult) error {
+// message says so that a client knows a retry is safe but not needed, and
+// names the write (node/lsn) whose status GET /v1/writes/{node}/{lsn}
+// answers.
+func submitError(err error, res commit.SubmitResult, node string) error {
 	switch {
 	case errors.Is(err, group.ErrBackpressure):
 		return &httpx.APIError{Status: http.StatusTooManyRequests, Code: httpx.CodeUnavailable, Message: err.Error()}
@@ -70,8 +73,9 @@ func submitError(err error, res commit.SubmitResult) error {
 		return &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "node is shutting down"}
 	case res.Level >= commit.DurabilityLocal:
 		return &httpx.APIError{Status: http.StatusGatewayTimeout, Code: httpx.CodeTimeout,
-			Message: fmt.Sprintf("write is %s (NodeWAL LSN %d) and still climbing to its tier: %v", res.Level, res.LSN, err),
-			Details: map[string]any{"durability": res.Level.String(), "lsn": uint64(res.LSN)}}
+			Message: fmt.Sprintf("write %s is %s and still climbing to its tier (GET /v1/writes/%[1]s follows it): %[3]v",
+				api.WriteRef(node, uint64(res.LSN)), res.Level, err),
+			Details: map[string]any{"durability": res.Level.String(), "lsn": uint64(res.LSN), "write": api.WriteRef(node, uint64(res.LSN))}}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &httpx.APIError{Status: http.StatusGatewayTimeout, Code: httpx.CodeTimeout, Message: err.Error()}
 	}

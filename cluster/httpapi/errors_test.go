@@ -11,7 +11,7 @@ import (
 )
 
 // Finding 10 of issue 17: a 413 names the field and the limit it broke.
-func TestEventError_LimitNamesFieldAndLimit(t *testing.T) {
+func TestFinding10_LimitErrorsNameTheFieldAndTheLimit(t *testing.T) {
 	err := eventError(fmt.Errorf("event 3: %w", &fsm.LimitError{Field: "body.reason", Limit: 1024, Got: 4096}))
 	var ae *httpx.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge ||

@@ -82,14 +82,14 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 		j.idem.settle(eventID, res.Level)
 	}
 	if err != nil {
-		return Submitted{}, submitError(err, res)
+		return Submitted{}, submitError(err, res, j.cfg.NodeID)
 	}
 	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict) {
 		// The key's job was created earlier (through another gate, or
 		// before this gate applied it): answer from the ledger once this
 		// node has applied the entry that found the conflict.
 		if err := j.cfg.Applied.Wait(ctx, res.Index); err != nil {
-			return Submitted{}, submitError(err, res)
+			return Submitted{}, submitError(err, res, j.cfg.NodeID)
 		}
 		if out, found, err := j.replayFromLedger(spec.Tenant, eventID, &spec); found {
 			return out, err
@@ -207,7 +207,7 @@ func commitOwn(ctx context.Context, cfg *Config, level commit.Durability, e fsm.
 	}
 	res, err := cfg.Writer.Submit(ctx, []fsm.Event{e}, level)
 	if err != nil {
-		return res, e.HLC, submitError(err, res)
+		return res, e.HLC, submitError(err, res, cfg.NodeID)
 	}
 	return res, e.HLC, nil
 }

@@ -21,7 +21,7 @@ func TestWatch_AppendSSEReadsBack(t *testing.T) {
 }
 
 // Finding 8 of issue 17: one token cannot take every watch slot of a node.
-func TestWatchSet_PerTokenAndPerNodeCaps(t *testing.T) {
+func TestFinding8_WatchStreamsArePerTokenAndPerNode(t *testing.T) {
 	var ws watchSet
 	status := func(err error) int {
 		var ae *httpx.APIError

@@ -67,7 +67,7 @@ func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request, c
 		// A concurrent registration of the same id won: answer as a
 		// repeat once this node has applied the entry.
 		if err := sv.cfg.Applied.Wait(r.Context(), res.Index); err != nil {
-			httpx.WriteError(w, submitError(err, res))
+			httpx.WriteError(w, submitError(err, res, sv.cfg.NodeID))
 			return
 		}
 		if cur, err := sv.ledgerWorker(req.WorkerID); err == nil && cur != nil && cur.Active {

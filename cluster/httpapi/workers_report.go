@@ -236,7 +236,7 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 	}
 	res, err := sv.cfg.Writer.Submit(r.Context(), events, level)
 	if err != nil {
-		httpx.WriteError(w, submitError(err, res))
+		httpx.WriteError(w, submitError(err, res, sv.cfg.NodeID))
 		return
 	}
 	for k, i := range owner {

@@ -142,7 +142,7 @@ func TestLeaseWait_DefaultFitsAForward(t *testing.T) {
 // ledger is read, so a bad body is refused as such whatever the ledger
 // holds (it was a 200 "rejected unknown_workflow" for an unknown
 // workflow before).
-func TestReportBodiesAreCheckedBeforeTheLedger(t *testing.T) {
+func TestFinding10_ReportBodiesAreCheckedBeforeTheLedger(t *testing.T) {
 	wf := fsm.WorkflowID("use1-1704931200000-g1-00001", "use1", "w", 0)
 	status := func(err error) int {
 		var ae *httpx.APIError
