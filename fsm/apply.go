@@ -21,6 +21,9 @@ type applier struct {
 	dirtyJobs []int32
 	heads     map[string]*headWork
 	headList  []*headWork
+	// changed lists the state the batch changed, for the Observer
+	// (possibly repeated; filled as the batch applies and at flush).
+	changed []StateKey
 }
 
 // jobWork is a job touched by the batch: its state as stored until the
@@ -51,6 +54,8 @@ func (a *applier) begin(tx Tx) {
 	a.works = a.works[:0]
 	a.dirtyJobs = a.dirtyJobs[:0]
 	a.headList = a.headList[:0]
+	clear(a.changed)
+	a.changed = a.changed[:0]
 }
 
 // end drops the batch's references so stored values can be collected.
@@ -152,12 +157,14 @@ func (a *applier) flush() error {
 		if err := a.tx.PutJob(a.works[i].f.s); err != nil {
 			return err
 		}
+		a.changed = append(a.changed, StateKey{StateJob, a.works[i].f.s.JobID})
 	}
 	for _, h := range a.headList {
 		if h.dirty {
 			if err := a.tx.PutChainHead(h.tenant, h.head); err != nil {
 				return err
 			}
+			a.changed = append(a.changed, StateKey{StateChain, h.tenant})
 		}
 	}
 	return nil
@@ -293,6 +300,7 @@ func (a *applier) applyWorkflow(e *Event) (Result, error) {
 		if job != nil && job.f.s.Tenant != e.Tenant {
 			return rejected(fmt.Errorf("workflow %s: job %s: %w", id, e.JobID, ErrTenantMismatch)), nil
 		}
+		a.changed = append(a.changed, StateKey{StateWorkflow, id})
 		return Result{Outcome: OutcomeApplied}, a.tx.PutWorkflow(newWorkflow(e, d))
 	}
 	if w == nil {
@@ -310,6 +318,7 @@ func (a *applier) applyWorkflow(e *Event) (Result, error) {
 	if rerr != nil {
 		return rejected(rerr), nil
 	}
+	a.changed = append(a.changed, StateKey{StateWorkflow, id})
 	return Result{Outcome: OutcomeApplied}, a.tx.PutWorkflow(n)
 }
 
@@ -329,6 +338,7 @@ func (a *applier) applyWorker(e *Event) (Result, error) {
 	if rerr != nil {
 		return rejected(rerr), nil
 	}
+	a.changed = append(a.changed, StateKey{StateWorker, n.ID})
 	return Result{Outcome: OutcomeApplied}, a.tx.PutWorker(n)
 }
 
@@ -343,6 +353,7 @@ func (a *applier) applyForwardMark(b *ForwardMark) (Result, error) {
 			return Result{}, err
 		}
 		if m.Seq > cur {
+			a.changed = append(a.changed, StateKey{StateMark, m.Tenant})
 			if err := a.tx.PutForwardMark(m.Tenant, m.Seq); err != nil {
 				return Result{}, err
 			}

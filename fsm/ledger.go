@@ -63,6 +63,9 @@ type Config struct {
 	// MaxListScan bounds the jobs one ListJobs call over every tenant
 	// examines; default DefaultMaxListScan.
 	MaxListScan int
+	// Observer, if set, learns what each applied batch changed (anti-
+	// entropy keeps its Merkle tree current with it).
+	Observer Observer
 }
 
 // Validate fills defaults and checks c.
@@ -91,6 +94,7 @@ func (c *Config) Validate() error {
 type Ledger struct {
 	store   Store
 	maxScan int
+	obs     Observer
 
 	applyMu sync.Mutex // serializes Apply and Restore
 	ap      applier    // scratch of Apply, guarded by applyMu
@@ -103,7 +107,7 @@ func New(cfg Config) (*Ledger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Ledger{store: cfg.Store, maxScan: cfg.MaxListScan}
+	l := &Ledger{store: cfg.Store, maxScan: cfg.MaxListScan, obs: cfg.Observer}
 	l.ap.init()
 	var applied uint64
 	err := cfg.Store.View(func(tx ReadTx) error {
@@ -171,6 +175,9 @@ func (l *Ledger) applyLocked(index uint64, batch []Event, bodies [][]byte) ([]Re
 		return nil, fmt.Errorf("fsm: apply index %d: %w", index, err)
 	}
 	l.applied.Store(index)
+	if l.obs != nil {
+		l.obs.Applied(index, a.changed, l.store.View)
+	}
 	return results, nil
 }
 

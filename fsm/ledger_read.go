@@ -421,3 +421,7 @@ func lookup[T any](l *Ledger, what string, get func(ReadTx) (*T, error)) (*T, er
 	}
 	return v, nil
 }
+
+// View runs fn in a read transaction of the ledger's store: the state of
+// some applied batch (anti-entropy digests records with it).
+func (l *Ledger) View(fn func(ReadTx) error) error { return l.store.View(fn) }

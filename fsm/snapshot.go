@@ -275,7 +275,7 @@ func (l *Ledger) Restore(r io.Reader) error {
 		if err := is.RestoreImage(h, r); err != nil {
 			return fmt.Errorf("fsm: restore: %w", err)
 		}
-		l.applied.Store(h.AppliedIndex)
+		l.restored(h.AppliedIndex)
 		return nil
 	}
 	err = l.store.Replace(func(tx Tx) error {
@@ -291,8 +291,16 @@ func (l *Ledger) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	l.applied.Store(h.AppliedIndex)
+	l.restored(h.AppliedIndex)
 	return nil
+}
+
+// restored records a restore at index and tells the Observer.
+func (l *Ledger) restored(index uint64) {
+	l.applied.Store(index)
+	if l.obs != nil {
+		l.obs.Reset(index, l.store.View)
+	}
 }
 
 // snapReader reads the stream through a running CRC-32C.

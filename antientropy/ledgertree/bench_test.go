@@ -1,0 +1,71 @@
+package ledgertree
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-ledger/strata/antientropy"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/fsm/boltstore"
+	"github.com/strata-ledger/strata/fsm/fsmtest"
+)
+
+// BenchmarkLedgerApply is fsm/boltstore's BenchmarkLedgerApply/batch=1000
+// (bbolt, no fsync per batch, fsmtest.BenchStream) with and without a
+// Tracker, side by side in one run: the cost of keeping the Merkle tree
+// current (issue 13: at most 5%). every=16 checkpoints 60× as often as the
+// default window at this batch size, so it bounds the cost from above.
+func BenchmarkLedgerApply(b *testing.B) {
+	stream, meanBody := fsmtest.BenchStream(fsmtest.BenchStreamEvents)
+	const size = 1000
+	for _, tc := range []struct {
+		name  string
+		every uint64 // 0: no tracker
+	}{{"tree=off", 0}, {"tree=on/every=16", 16}, {fmt.Sprintf("tree=on/every=%d", DefaultEvery), DefaultEvery}} {
+		b.Run(tc.name+"/batch=1000", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(size * meanBody))
+			open := func() (*fsm.Ledger, func()) {
+				st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(b.TempDir(), "ledger.db")})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg := fsm.Config{Store: st}
+				if tc.every > 0 {
+					tr, err := New(antientropy.DefaultDepth, tc.every)
+					if err != nil {
+						b.Fatal(err)
+					}
+					cfg.Observer = tr
+				}
+				led, err := fsm.New(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return led, func() { _ = st.Close() }
+			}
+			led, done := open()
+			var index uint64
+			pos, batches := 0, 0
+			for b.Loop() {
+				if pos+size > len(stream) {
+					b.StopTimer()
+					done()
+					led, done = open()
+					index, pos = 0, 0
+					b.StartTimer()
+				}
+				index++
+				if _, err := led.Apply(index, stream[pos:pos+size]); err != nil {
+					b.Fatal(err)
+				}
+				pos += size
+				batches++
+			}
+			b.StopTimer()
+			done()
+			b.ReportMetric(float64(batches*size)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

@@ -1,0 +1,224 @@
+// Package ledgertree keeps an antientropy.Tree current with a ledger: it
+// is the fsm.Observer of one group's Ledger. Each applied batch marks the
+// records it changed dirty; at checkpoint indexes (the first applied
+// index of every window of Every indexes) the dirty records are digested
+// and the tree's root is recorded with the index. Replicas of a group
+// apply the same batches at the same indexes, so their checkpoints fall
+// on the same indexes and equal roots there mean equal states; a replica
+// whose root differs at a shared index has diverged (DESIGN §11).
+//
+// Digesting only at checkpoints, not after every batch, is what keeps
+// the cost of the tree off the apply path: a job changed by many batches
+// of a window is digested once. Between checkpoints the tree lags the
+// ledger by the dirty records; Sync brings it up to date on demand.
+//
+// Concurrency: Applied, Reset and Rebuild are the ledger's apply side and
+// never overlap (the Ledger serializes them); Sync may run concurrently
+// with them; Checkpoints, Root and Read may be called from any goroutine.
+package ledgertree
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/strata-ledger/strata/antientropy"
+	"github.com/strata-ledger/strata/fsm"
+)
+
+// MaxCheckpoints is how many recent checkpoints a Tracker keeps: enough
+// for a peer that lags a few windows behind to find a shared index.
+const MaxCheckpoints = 64
+
+// DefaultEvery is the default checkpoint window, in Raft indexes.
+const DefaultEvery = 1024
+
+// Checkpoint is the tree's root once the batch at Index applied.
+type Checkpoint struct {
+	Index   uint64
+	Root    antientropy.Hash
+	Records int
+}
+
+// Tracker is one ledger's tree and checkpoints.
+type Tracker struct {
+	every uint64
+
+	syncMu sync.Mutex                // serializes digesting the dirty set
+	dirty  map[fsm.StateKey]struct{} // changed since their last digest; under syncMu
+	last   uint64                    // last index Applied or Reset saw; under syncMu
+
+	mu   sync.RWMutex // guards tree, cps, err for readers
+	tree *antientropy.Tree
+	cps  []Checkpoint // oldest first
+	err  error        // a failed read; the tree is stale until Reset
+}
+
+// New returns a tracker over an empty tree of depth that records a
+// checkpoint every `every` indexes (DefaultEvery when 0).
+func New(depth int, every uint64) (*Tracker, error) {
+	if every == 0 {
+		every = DefaultEvery
+	}
+	tree, err := antientropy.New(depth)
+	if err != nil {
+		return nil, err
+	}
+	return &Tracker{every: every, tree: tree, dirty: map[fsm.StateKey]struct{}{}}, nil
+}
+
+// Applied implements fsm.Observer.
+func (t *Tracker) Applied(index uint64, keys []fsm.StateKey, rd func(func(fsm.ReadTx) error) error) {
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	for _, k := range keys {
+		t.dirty[k] = struct{}{}
+	}
+	crossed := index/t.every != t.last/t.every
+	t.last = index
+	if !crossed {
+		return
+	}
+	if err := t.syncLocked(rd); err != nil {
+		t.fail(err)
+		return
+	}
+	t.mu.Lock()
+	t.cps = append(t.cps, Checkpoint{Index: index, Root: t.tree.Root(), Records: t.tree.Len()})
+	if len(t.cps) > MaxCheckpoints {
+		t.cps = append(t.cps[:0], t.cps[len(t.cps)-MaxCheckpoints:]...)
+	}
+	t.mu.Unlock()
+}
+
+// Reset implements fsm.Observer: the state was replaced by a snapshot's.
+func (t *Tracker) Reset(index uint64, rd func(func(fsm.ReadTx) error) error) {
+	if err := t.Rebuild(index, rd); err != nil {
+		t.fail(err)
+	}
+}
+
+// Rebuild builds the tree from every record rd reads, the state applied
+// up to index (at start, or after a restore), and forgets checkpoints.
+func (t *Tracker) Rebuild(index uint64, rd func(func(fsm.ReadTx) error) error) error {
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	var ids []string
+	var digests []antientropy.Hash
+	err := rd(func(tx fsm.ReadTx) error {
+		return fsm.AllStateKeys(tx, func(k fsm.StateKey) error {
+			d, ok, err := fsm.StateDigest(tx, k)
+			if err != nil || !ok {
+				return err
+			}
+			ids, digests = append(ids, k.TreeID()), append(digests, antientropy.Hash(d))
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("ledgertree: rebuild at %d: %w", index, err)
+	}
+	tree, err := antientropy.Rebuild(t.tree.Depth(), func(yield func(string, [32]byte) bool) {
+		for i, id := range ids {
+			if !yield(id, digests[i]) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("ledgertree: rebuild at %d: %w", index, err)
+	}
+	clear(t.dirty)
+	t.last = index
+	t.mu.Lock()
+	t.tree, t.cps, t.err = tree, nil, nil
+	t.mu.Unlock()
+	return nil
+}
+
+// Sync digests what changed since the last checkpoint, so the tree is as
+// current as the state rd reads. A batch applied while it runs is
+// digested again at its own turn.
+func (t *Tracker) Sync(rd func(func(fsm.ReadTx) error) error) error {
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	return t.syncLocked(rd)
+}
+
+// syncLocked digests the dirty records and applies them to the tree.
+func (t *Tracker) syncLocked(rd func(func(fsm.ReadTx) error) error) error {
+	if len(t.dirty) == 0 {
+		return nil
+	}
+	type change struct {
+		id     string
+		digest antientropy.Hash
+		gone   bool
+	}
+	changes := make([]change, 0, len(t.dirty))
+	err := rd(func(tx fsm.ReadTx) error {
+		for k := range t.dirty {
+			d, ok, err := fsm.StateDigest(tx, k)
+			if err != nil {
+				return err
+			}
+			changes = append(changes, change{id: k.TreeID(), digest: antientropy.Hash(d), gone: !ok})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledgertree: digest %d changed records: %w", len(t.dirty), err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range changes {
+		if c.gone {
+			t.tree.Delete(c.id)
+		} else if err := t.tree.Set(c.id, c.digest); err != nil {
+			return err
+		}
+	}
+	clear(t.dirty)
+	return nil
+}
+
+// fail records the first failure: the tree no longer follows the ledger,
+// and readers learn it (Err) until a Rebuild.
+func (t *Tracker) fail(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+// ErrStale says the tree stopped following its ledger (a failed read).
+var ErrStale = errors.New("ledgertree: the tree no longer follows the ledger")
+
+// Err is nil while the tree follows the ledger.
+func (t *Tracker) Err() error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.err != nil {
+		return fmt.Errorf("%w: %w", ErrStale, t.err)
+	}
+	return nil
+}
+
+// Checkpoints returns the recorded checkpoints, oldest first.
+func (t *Tracker) Checkpoints() []Checkpoint {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return append([]Checkpoint(nil), t.cps...)
+}
+
+// Read calls fn with the tree under a read lock: fn may answer a peer
+// (antientropy.Answer) but must not keep the tree.
+func (t *Tracker) Read(fn func(*antientropy.Tree) error) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.err != nil {
+		return fmt.Errorf("%w: %w", ErrStale, t.err)
+	}
+	return fn(t.tree)
+}
