@@ -181,6 +181,29 @@ func (l *Ledger) applyLocked(index uint64, batch []Event, bodies [][]byte) ([]Re
 	return results, nil
 }
 
+// Mark applies a checkpoint mark carried by the Raft entry at index: it
+// changes nothing but the applied index and tells the Observer, which
+// records what it compares with other replicas there (anti-entropy). An
+// index not above the applied index is skipped, as Apply skips it.
+func (l *Ledger) Mark(index uint64) error {
+	if index == 0 {
+		return errors.New("fsm: mark: raft index 0")
+	}
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
+	if index <= l.applied.Load() {
+		return nil
+	}
+	if err := l.store.Update(func(tx Tx) error { return tx.SetAppliedIndex(index) }); err != nil {
+		return fmt.Errorf("fsm: mark index %d: %w", index, err)
+	}
+	l.applied.Store(index)
+	if l.obs != nil {
+		l.obs.Mark(index, l.store.View)
+	}
+	return nil
+}
+
 // ApplyEncoded decodes a batch (EncodeBatch) and applies it at index. A
 // batch that does not decode is rejected as a whole, deterministically:
 // its index is recorded as applied and the single result says why.

@@ -60,6 +60,10 @@ type Observer interface {
 	// Reset is called after Restore replaced the whole state with a
 	// snapshot's, applied up to index.
 	Reset(index uint64, rd func(func(ReadTx) error) error)
+	// Mark is called for a checkpoint mark (Ledger.Mark) at index: every
+	// replica of the group meets it at the same index, with the same
+	// state, so what the Observer records there can be compared.
+	Mark(index uint64, rd func(func(ReadTx) error) error)
 }
 
 // StateDigest returns the SHA-256 of k's record in its canonical

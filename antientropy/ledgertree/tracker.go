@@ -1,15 +1,15 @@
 // Package ledgertree keeps an antientropy.Tree current with a ledger: it
 // is the fsm.Observer of one group's Ledger. Each applied batch marks the
-// records it changed dirty; at checkpoint indexes (the first applied
-// index of every window of Every indexes) the dirty records are digested
-// and the tree's root is recorded with the index. Replicas of a group
-// apply the same batches at the same indexes, so their checkpoints fall
-// on the same indexes and equal roots there mean equal states; a replica
-// whose root differs at a shared index has diverged (DESIGN §11).
+// records it changed dirty; at a checkpoint mark (a Raft entry the group's
+// leader proposes now and then, fsm.Ledger.Mark) the dirty records are
+// digested and the tree's root is recorded with the mark's index. Every
+// replica of a group meets the mark at the same index with the same
+// state, so equal roots there mean equal states, and a replica whose
+// root differs at a shared index has diverged (DESIGN §11).
 //
-// Digesting only at checkpoints, not after every batch, is what keeps
-// the cost of the tree off the apply path: a job changed by many batches
-// of a window is digested once. Between checkpoints the tree lags the
+// Digesting only at marks, not after every batch, is what keeps the
+// cost of the tree off the apply path: a job changed by many batches
+// between two marks is digested once. Between marks the tree lags the
 // ledger by the dirty records; Sync brings it up to date on demand.
 //
 // Concurrency: Applied, Reset and Rebuild are the ledger's apply side and
@@ -30,9 +30,6 @@ import (
 // for a peer that lags a few windows behind to find a shared index.
 const MaxCheckpoints = 64
 
-// DefaultEvery is the default checkpoint window, in Raft indexes.
-const DefaultEvery = 1024
-
 // Checkpoint is the tree's root once the batch at Index applied.
 type Checkpoint struct {
 	Index   uint64
@@ -42,8 +39,6 @@ type Checkpoint struct {
 
 // Tracker is one ledger's tree and checkpoints.
 type Tracker struct {
-	every uint64
-
 	syncMu sync.Mutex                // serializes digesting the dirty set
 	dirty  map[fsm.StateKey]struct{} // changed since their last digest; under syncMu
 	last   uint64                    // last index Applied or Reset saw; under syncMu
@@ -54,31 +49,29 @@ type Tracker struct {
 	err  error        // a failed read; the tree is stale until Reset
 }
 
-// New returns a tracker over an empty tree of depth that records a
-// checkpoint every `every` indexes (DefaultEvery when 0).
-func New(depth int, every uint64) (*Tracker, error) {
-	if every == 0 {
-		every = DefaultEvery
-	}
+// New returns a tracker over an empty tree of depth (Rebuild fills it).
+func New(depth int) (*Tracker, error) {
 	tree, err := antientropy.New(depth)
 	if err != nil {
 		return nil, err
 	}
-	return &Tracker{every: every, tree: tree, dirty: map[fsm.StateKey]struct{}{}}, nil
+	return &Tracker{tree: tree, dirty: map[fsm.StateKey]struct{}{}}, nil
 }
 
-// Applied implements fsm.Observer.
-func (t *Tracker) Applied(index uint64, keys []fsm.StateKey, rd func(func(fsm.ReadTx) error) error) {
+// Applied implements fsm.Observer: it marks the keys dirty.
+func (t *Tracker) Applied(_ uint64, keys []fsm.StateKey, _ func(func(fsm.ReadTx) error) error) {
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	for _, k := range keys {
 		t.dirty[k] = struct{}{}
 	}
-	crossed := index/t.every != t.last/t.every
-	t.last = index
-	if !crossed {
-		return
-	}
+}
+
+// Mark implements fsm.Observer: it digests what changed and records the
+// root at index.
+func (t *Tracker) Mark(index uint64, rd func(func(fsm.ReadTx) error) error) {
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
 	if err := t.syncLocked(rd); err != nil {
 		t.fail(err)
 		return
@@ -129,7 +122,6 @@ func (t *Tracker) Rebuild(index uint64, rd func(func(fsm.ReadTx) error) error) e
 		return fmt.Errorf("ledgertree: rebuild at %d: %w", index, err)
 	}
 	clear(t.dirty)
-	t.last = index
 	t.mu.Lock()
 	t.tree, t.cps, t.err = tree, nil, nil
 	t.mu.Unlock()

@@ -12,7 +12,9 @@ import (
 
 const (
 	testDepth = 10
-	testEvery = 8
+	// markEvery: drive proposes a checkpoint mark after every this many
+	// batches.
+	markEvery = 7
 )
 
 type replica struct {
@@ -23,7 +25,7 @@ type replica struct {
 
 func newReplica(t *testing.T) *replica {
 	t.Helper()
-	tr, err := New(testDepth, testEvery)
+	tr, err := New(testDepth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +38,13 @@ func newReplica(t *testing.T) *replica {
 }
 
 // drive applies the same generated batches to every replica, at the same
-// indexes (gaps included: entries of other kinds take indexes too).
+// indexes (gaps included: entries of other kinds take indexes too), with
+// a checkpoint mark after every markEvery batches.
 func drive(t *testing.T, seed uint64, events int, rs ...*replica) uint64 {
 	t.Helper()
 	g := fsmtest.NewGen(seed)
 	var index uint64
+	batches := 0
 	for sent := 0; sent < events; {
 		n := 1 + int(seed+uint64(sent))%17
 		batch := make([]fsm.Event, n)
@@ -56,6 +60,14 @@ func drive(t *testing.T, seed uint64, events int, rs ...*replica) uint64 {
 		for _, r := range rs {
 			if _, err := r.led.ApplyEncoded(index, enc); err != nil {
 				t.Fatal(err)
+			}
+		}
+		if batches++; batches%markEvery == 0 {
+			index++
+			for _, r := range rs {
+				if err := r.led.Mark(index); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
@@ -75,7 +87,7 @@ func root(t *testing.T, r *replica) antientropy.Hash {
 }
 
 // Replicas applying the same batches record checkpoints at the same
-// indexes with the same roots, and the tree kept incrementally equals one
+// marks with the same roots, and the tree kept incrementally equals one
 // rebuilt from the store.
 func TestTracker_ReplicasAgreeAndIncrementalEqualsRebuild(t *testing.T) {
 	a, b := newReplica(t), newReplica(t)
@@ -88,12 +100,12 @@ func TestTracker_ReplicasAgreeAndIncrementalEqualsRebuild(t *testing.T) {
 		if ca[i] != cb[i] {
 			t.Fatalf("checkpoint %d: %+v vs %+v", i, ca[i], cb[i])
 		}
-		if i > 0 && ca[i].Index/testEvery == ca[i-1].Index/testEvery {
-			t.Fatalf("two checkpoints in one window: %d, %d", ca[i-1].Index, ca[i].Index)
+		if i > 0 && ca[i].Root == ca[i-1].Root {
+			t.Fatalf("checkpoints %d and %d have one root though batches applied between them", ca[i-1].Index, ca[i].Index)
 		}
 	}
 	want := root(t, a)
-	fresh, err := New(testDepth, testEvery)
+	fresh, err := New(testDepth)
 	if err != nil {
 		t.Fatal(err)
 	}

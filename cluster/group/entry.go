@@ -51,6 +51,20 @@ var (
 	ErrInvalidBatch = errors.New("cluster: invalid batch")
 )
 
+// EntryMark is the version byte of a checkpoint mark: an entry of this
+// one byte and nothing else (FORMAT.md, "Checkpoint mark"). Every replica
+// meets it at the same index and records there what anti-entropy
+// compares (fsm.Ledger.Mark). Code that predates it refuses the byte as
+// an unknown version, which records the index as applied and changes
+// nothing: the same effect, less the checkpoint.
+const EntryMark = 0x02
+
+// markEntry is the whole of a checkpoint mark entry.
+var markEntry = []byte{EntryMark}
+
+// IsMark reports whether an entry is a checkpoint mark.
+func IsMark(data []byte) bool { return len(data) == 1 && data[0] == EntryMark }
+
 // UvarintLen is the length of the minimal uvarint encoding of v.
 func UvarintLen(v uint64) int {
 	n := 1

@@ -113,3 +113,20 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
+
+// A checkpoint mark is the one byte EntryMark; DecodeEntry, which reads
+// batches, refuses it (the FSM checks IsMark first), as it refuses longer
+// entries starting with the mark's byte.
+func TestIsMark_OneByteOnly(t *testing.T) {
+	for _, tc := range []struct {
+		data []byte
+		mark bool
+	}{{[]byte{EntryMark}, true}, {[]byte{EntryMark, 0}, false}, {[]byte{EntryVersion}, false}, {nil, false}} {
+		if got := IsMark(tc.data); got != tc.mark {
+			t.Errorf("IsMark(%x) = %v", tc.data, got)
+		}
+	}
+	if _, err := DecodeEntry([]byte{EntryMark}); !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("DecodeEntry of a mark: %v", err)
+	}
+}

@@ -159,6 +159,13 @@ func (f *FSM) applyEntry(index uint64, data []byte) *entryResponse {
 	if err := f.failure(); err != nil {
 		return &entryResponse{err: err}
 	}
+	if IsMark(data) {
+		if err := f.ledger.Mark(index); err != nil {
+			return &entryResponse{err: f.fail(index, err)}
+		}
+		f.m.entries.Inc()
+		return &entryResponse{}
+	}
 	batches, derr := DecodeEntry(data)
 	var resp *entryResponse
 	var err error

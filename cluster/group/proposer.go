@@ -281,6 +281,35 @@ func (p *Proposer) ProposeMany(ctx context.Context, batches [][]byte) ([]Proposa
 	return outs, errs
 }
 
+// ProposeMark commits a checkpoint mark (EntryMark) and returns its index
+// once it is applied on this node: every replica records its anti-entropy
+// checkpoint at that index. Only the leader may; others get a
+// *NotLeaderError. A mark does not go through the batch queue: it is one
+// byte and rare (one per anti-entropy round).
+func (p *Proposer) ProposeMark(ctx context.Context) (uint64, error) {
+	if err := p.notLeader(nil); err != nil {
+		return 0, err
+	}
+	f := p.raft.Apply(markEntry, p.cfg.EnqueueTimeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+				return 0, p.notLeader(err)
+			}
+			return 0, fmt.Errorf("cluster: propose mark: %w", err)
+		}
+		if resp, ok := f.Response().(*entryResponse); ok && resp.err != nil {
+			return 0, resp.err
+		}
+		return f.Index(), nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("cluster: propose mark: %w", ctx.Err())
+	}
+}
+
 // CheckLeader returns a *NotLeaderError (naming the leader this node
 // knows of) unless this node leads: a forwarded call is refused before
 // anything of it is queued.

@@ -47,6 +47,9 @@ type Node struct {
 type Hooks struct {
 	Started  func(*Node)
 	Stopping func(*Node)
+	// Observer, if set, gives each (re)started node's ledger its
+	// fsm.Observer.
+	Observer func(*Node) fsm.Observer
 }
 
 // Cluster is a Raft group of Nodes.
@@ -124,7 +127,11 @@ func (c *Cluster) Start(nd *Node) {
 	}
 	nd.Addr = layer.Addr().String()
 	nd.Reg = prometheus.NewRegistry()
-	if nd.Ledger, err = fsm.New(fsm.Config{Store: memstore.New()}); err != nil {
+	lc := fsm.Config{Store: memstore.New()}
+	if c.hooks.Observer != nil {
+		lc.Observer = c.hooks.Observer(nd)
+	}
+	if nd.Ledger, err = fsm.New(lc); err != nil {
 		t.Fatal(err)
 	}
 	if nd.FSM, err = group.NewFSM(group.FSMConfig{Ledger: nd.Ledger, Registerer: nd.Reg}); err != nil {
