@@ -41,7 +41,6 @@ type Checkpoint struct {
 type Tracker struct {
 	syncMu sync.Mutex                // serializes digesting the dirty set
 	dirty  map[fsm.StateKey]struct{} // changed since their last digest; under syncMu
-	last   uint64                    // last index Applied or Reset saw; under syncMu
 
 	mu   sync.RWMutex // guards tree, cps, err for readers
 	tree *antientropy.Tree
