@@ -7,9 +7,11 @@ import (
 	"net"
 	"time"
 
+	"github.com/strata-ledger/strata/antientropy"
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/members"
+	"github.com/strata-ledger/strata/cluster/replica"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/gossip"
 )
@@ -37,6 +39,9 @@ const (
 	// DefaultReconcileInterval is how often a leader's reconcilers look
 	// at the ledger when nothing wakes them sooner.
 	DefaultReconcileInterval = 250 * time.Millisecond
+	// DefaultAntiEntropyDepth is the Merkle tree's depth: 2^16 leaf
+	// buckets, a handful of jobs each at a few hundred thousand jobs.
+	DefaultAntiEntropyDepth = 16
 	// DefaultBreakerCooldown is how long the forwarder's breaker stays
 	// open before one probe (DESIGN §4).
 	DefaultBreakerCooldown = 30 * time.Second
@@ -82,6 +87,12 @@ type NodeConfig struct {
 	WorkerAckWindow   time.Duration `koanf:"worker_ack_window"`
 	ReconcileInterval time.Duration `koanf:"reconcile_interval"`
 	BreakerCooldown   time.Duration `koanf:"breaker_cooldown"`
+
+	// Anti-entropy (DESIGN §11). The depth of every node's Merkle tree:
+	// all nodes of a cluster must use the same. The interval between a
+	// verified node's replica checks.
+	AntiEntropyDepth    int           `koanf:"antientropy_depth"`
+	AntiEntropyInterval time.Duration `koanf:"antientropy_interval"`
 }
 
 // DefaultNodeConfig returns the defaults every loaded config starts from.
@@ -96,6 +107,9 @@ func DefaultNodeConfig() NodeConfig {
 		WorkerAckWindow:   DefaultWorkerAckWindow,
 		ReconcileInterval: DefaultReconcileInterval,
 		BreakerCooldown:   DefaultBreakerCooldown,
+
+		AntiEntropyDepth:    DefaultAntiEntropyDepth,
+		AntiEntropyInterval: replica.DefaultInterval,
 	}
 }
 
@@ -137,6 +151,12 @@ func (c *NodeConfig) Validate() error {
 	}
 	if c.WorkerAckWindow <= 0 || c.ReconcileInterval <= 0 || c.BreakerCooldown <= 0 {
 		bad("worker_ack_window, reconcile_interval, breaker_cooldown", "durations must be positive")
+	}
+	if c.AntiEntropyDepth < antientropy.MinDepth || c.AntiEntropyDepth > antientropy.MaxDepth {
+		bad("antientropy_depth", "%d must be %d..%d, the same on every node", c.AntiEntropyDepth, antientropy.MinDepth, antientropy.MaxDepth)
+	}
+	if c.AntiEntropyInterval <= 0 {
+		bad("antientropy_interval", "must be positive")
 	}
 	if _, err := auth.NewAuthenticator(c.Tokens); err != nil {
 		bad("tokens", "%v", err)

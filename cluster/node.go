@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
@@ -24,6 +25,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/peer"
+	"github.com/strata-ledger/strata/cluster/replica"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -86,6 +88,9 @@ type Node struct {
 	ln      net.Listener
 
 	life *lifecycle.Lifecycle // reconcilers, forwarder, workers' liveness, lease view (wire_lifecycle.go)
+
+	tree    *ledgertree.Tracker // the ledger's Merkle tree and checkpoints (wire_replica.go)
+	replica *replica.Checker    // is this ledger the one its group holds?
 
 	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
 
@@ -171,6 +176,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n.bg.Go(n.bootstrap)
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
+	n.bg.Go(func() { n.replica.Run(n.ctx) })
 	if !opts.DisableReconcilers {
 		n.bg.Go(func() { n.life.Run(n.ctx) })
 	}
@@ -203,7 +209,13 @@ func (n *Node) openClockAndLedger() error {
 	if why := n.store.Rebuilt(); why != "" {
 		n.log.Warn("ledger store rebuilt from raft", "reason", why)
 	}
-	if n.ledger, err = fsm.New(fsm.Config{Store: n.store}); err != nil {
+	if n.tree, err = ledgertree.New(n.cfg.AntiEntropyDepth); err != nil {
+		return err
+	}
+	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: n.tree}); err != nil {
+		return err
+	}
+	if err = n.buildTree(); err != nil {
 		return err
 	}
 	n.applied = group.NewAppliedIndex(n.ledger.AppliedIndex())
@@ -286,7 +298,7 @@ func (n *Node) openPipeline() error {
 		return err
 	}
 	n.bg.Go(n.watchLeader)
-	return nil
+	return n.newReplicaCheck()
 }
 
 // watchLeader tells the pipeline of every leader change Raft observes, so
@@ -513,7 +525,7 @@ func (n *Node) startAPI() error {
 		MaxStaleness: n.cfg.MaxStaleness, SessionWait: n.cfg.SessionWait, WorkerAckWindow: n.cfg.WorkerAckWindow,
 		EnableFaultInjection: n.cfg.EnableFaultInjection, ClusterToken: n.cfg.ClusterToken,
 		Auth: n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
-		Members: n.members, Peers: n.peers, Workers: n.life, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
+		Members: n.members, Peers: internalRoutes{n.peers, n.replica}, Workers: n.life, LedgerCheck: n.replica.NotReady, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 	})
 	if err != nil {

@@ -52,7 +52,15 @@ func (sv *Server) notReady() string {
 	case st.AppliedIndex+readyLagEntries < st.CommitIndex:
 		return fmt.Sprintf("catching up: applied %d of %d", st.AppliedIndex, st.CommitIndex)
 	}
-	return ""
+	return sv.ledgerUnfit()
+}
+
+// ledgerUnfit is why this node's ledger must not be served, "" if it may.
+func (sv *Server) ledgerUnfit() string {
+	if sv.cfg.LedgerCheck == nil {
+		return ""
+	}
+	return sv.cfg.LedgerCheck()
 }
 
 func (sv *Server) handleMembers(w http.ResponseWriter, r *http.Request, c *call) {

@@ -93,6 +93,11 @@ func parseSession(tok string) (string, uint64, error) {
 // returns true when the handler should read its local ledger. Otherwise it
 // has answered: forwarded to the leader, or an error.
 func (sv *Server) prepareRead(w http.ResponseWriter, r *http.Request, o readOpts) bool {
+	if why := sv.ledgerUnfit(); why != "" {
+		// A ledger not (yet) known to be its group's is never served.
+		sv.forwardToLeader(w, r, nil, why)
+		return false
+	}
 	if o.session > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), sv.cfg.SessionWait)
 		defer cancel()

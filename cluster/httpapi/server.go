@@ -175,6 +175,11 @@ type Config struct {
 	Logger   *slog.Logger
 	// Closing reports that the node is shutting down (/readyz).
 	Closing func() bool
+	// LedgerCheck, if set, says why this node's ledger must not be
+	// served ("" when it may): not yet checked against its group, or
+	// found divergent (cluster/replica). /readyz fails and reads are
+	// refused while it says so.
+	LedgerCheck func() string
 }
 
 // Server serves the API.
