@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-ledger/strata/antientropy"
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/chaincheck"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/replica"
@@ -93,6 +94,9 @@ type NodeConfig struct {
 	// verified node's replica checks.
 	AntiEntropyDepth    int           `koanf:"antientropy_depth"`
 	AntiEntropyInterval time.Duration `koanf:"antientropy_interval"`
+	// ChainVerifyInterval is how often a gate recomputes every tenant's
+	// audit chain (and once at start).
+	ChainVerifyInterval time.Duration `koanf:"chain_verify_interval"`
 }
 
 // DefaultNodeConfig returns the defaults every loaded config starts from.
@@ -110,6 +114,7 @@ func DefaultNodeConfig() NodeConfig {
 
 		AntiEntropyDepth:    DefaultAntiEntropyDepth,
 		AntiEntropyInterval: replica.DefaultInterval,
+		ChainVerifyInterval: chaincheck.DefaultInterval,
 	}
 }
 
@@ -155,8 +160,8 @@ func (c *NodeConfig) Validate() error {
 	if c.AntiEntropyDepth < antientropy.MinDepth || c.AntiEntropyDepth > antientropy.MaxDepth {
 		bad("antientropy_depth", "%d must be %d..%d, the same on every node", c.AntiEntropyDepth, antientropy.MinDepth, antientropy.MaxDepth)
 	}
-	if c.AntiEntropyInterval <= 0 {
-		bad("antientropy_interval", "must be positive")
+	if c.AntiEntropyInterval <= 0 || c.ChainVerifyInterval <= 0 {
+		bad("antientropy_interval, chain_verify_interval", "durations must be positive")
 	}
 	if _, err := auth.NewAuthenticator(c.Tokens); err != nil {
 		bad("tokens", "%v", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/chaincheck"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/httpapi"
@@ -177,6 +178,13 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
 	n.bg.Go(func() { n.replica.Run(n.ctx) })
+	if n.role.gate {
+		cc, err := chaincheck.New(n.ledger, cfg.ChainVerifyInterval, n.log.With("component", "chain-check"), n.reg)
+		if err != nil {
+			return nil, err
+		}
+		n.bg.Go(func() { cc.Run(n.ctx) })
+	}
 	if !opts.DisableReconcilers {
 		n.bg.Go(func() { n.life.Run(n.ctx) })
 	}

@@ -65,6 +65,7 @@ func newRootCmd() *cobra.Command {
 		newDevCmd(),
 		newWorkerCmd(),
 		newJobCmd(),
+		newChainCmd(),
 		newMembersCmd(),
 		newRaftCmd(),
 		newBenchCmd(),
