@@ -533,7 +533,7 @@ func (n *Node) startAPI() error {
 		MaxStaleness: n.cfg.MaxStaleness, SessionWait: n.cfg.SessionWait, WorkerAckWindow: n.cfg.WorkerAckWindow,
 		EnableFaultInjection: n.cfg.EnableFaultInjection, ClusterToken: n.cfg.ClusterToken,
 		Auth: n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
-		Members: n.members, Peers: internalRoutes{n.peers, n.replica}, Workers: n.life, LedgerCheck: n.replica.NotReady, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
+		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, LedgerCheck: n.replica.NotReady, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 	})
 	if err != nil {

@@ -1,11 +1,18 @@
 package cluster
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/cluster/replica"
+	"github.com/strata-ledger/strata/fsm"
 )
 
 // buildTree builds the ledger's Merkle tree from the store before Raft
@@ -30,6 +37,7 @@ func (n *Node) newReplicaCheck() error {
 		Leader: func() replica.Peer { return n.apiPeer(n.raft.Leader().ID) },
 		Peers:  n.groupPeers, GroupSize: func() int { return len(n.groupServers()) },
 		Client: n.peers.HTTPClient(), ClusterToken: n.cfg.ClusterToken, Interval: n.cfg.AntiEntropyInterval,
+		Rebuild: n.rebuildFromLeader, StepDown: func() error { return n.raft.TransferLeadership("") },
 		Logger: n.log.With("component", "replica-check"), Registerer: n.reg,
 	})
 	return err
@@ -78,14 +86,84 @@ func (n *Node) apiPeer(id string) replica.Peer {
 	return replica.Peer{ID: id, APIAddr: m.Meta.APIAddr}
 }
 
-// internalRoutes adds the replica check's endpoint to the peers'.
+// SnapshotPath is the internal endpoint where a group's leader streams
+// its ledger's snapshot to a replica that rebuilds from it.
+const SnapshotPath = "/internal/v1/replica/snapshot"
+
+// handleSnapshot streams this leader's ledger snapshot (fsm.Ledger.Snapshot:
+// one consistent view, checksummed).
+func (n *Node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	if !auth.PeerTokenOK(r, n.cfg.ClusterToken) {
+		http.Error(w, "internal call without the cluster token", http.StatusUnauthorized)
+		return
+	}
+	if !n.raft.IsLeader() {
+		http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if err := n.ledger.Snapshot(w); err != nil {
+		n.log.Warn("replica snapshot: write failed", "err", err)
+	}
+}
+
+// rebuildFromLeader replaces this node's ledger with a snapshot of the
+// leader's taken at or after this node's applied index, so the entries
+// Raft applies next continue it. The ledger's Restore replaces the whole
+// store and resets the tree.
+func (n *Node) rebuildFromLeader(ctx context.Context) (uint64, error) {
+	leader := n.apiPeer(n.raft.Leader().ID)
+	if leader.APIAddr == "" || leader.ID == n.cfg.NodeID {
+		return 0, errors.New("no other leader to rebuild from")
+	}
+	ctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+leader.APIAddr+SnapshotPath, http.NoBody)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+n.cfg.ClusterToken)
+	client := *n.peers.HTTPClient()
+	client.Timeout = rebuildTimeout
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return 0, fmt.Errorf("snapshot from %s: %d %s", leader.ID, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	hdr := make([]byte, fsm.SnapshotHeaderLen)
+	if _, err := io.ReadFull(resp.Body, hdr); err != nil {
+		return 0, fmt.Errorf("snapshot from %s: %w", leader.ID, err)
+	}
+	h, err := fsm.DecodeSnapshotHeader(hdr)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot from %s: %w", leader.ID, err)
+	}
+	if applied := n.ledger.AppliedIndex(); h.AppliedIndex < applied {
+		return 0, fmt.Errorf("snapshot from %s is at index %d, this ledger applied %d: try again", leader.ID, h.AppliedIndex, applied)
+	}
+	if err := n.ledger.Restore(io.MultiReader(bytes.NewReader(hdr), resp.Body)); err != nil {
+		return 0, fmt.Errorf("restore the snapshot from %s: %w", leader.ID, err)
+	}
+	n.applied.Set(n.ledger.AppliedIndex())
+	return h.AppliedIndex, nil
+}
+
+// rebuildTimeout bounds fetching and restoring a leader's snapshot.
+const rebuildTimeout = 5 * time.Minute
+
+// internalRoutes adds the replica check's endpoints to the peers'.
 type internalRoutes struct {
 	*peer.Peers
-	replica *replica.Checker
+	n *Node
 }
 
 func (r internalRoutes) Routes() map[string]http.HandlerFunc {
 	routes := r.Peers.Routes()
-	routes[replica.CheckpointsPath] = r.replica.Handler
+	routes[replica.CheckpointsPath] = r.n.replica.Handler
+	routes[SnapshotPath] = r.n.handleSnapshot
 	return routes
 }

@@ -60,8 +60,16 @@ type Config struct {
 	Client       *http.Client
 	ClusterToken string
 	Interval     time.Duration
-	Logger       *slog.Logger
-	Registerer   prometheus.Registerer
+	// Rebuild replaces this node's ledger with the leader's (a snapshot
+	// taken at or after this node's applied index) and returns the index
+	// it is at; StepDown hands leadership to another voter. The checker
+	// calls the first on a divergent follower, the second on a divergent
+	// leader (which then rebuilds as a follower). Either may be nil: the
+	// node then only stops serving.
+	Rebuild    func(ctx context.Context) (uint64, error)
+	StepDown   func() error
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 }
 
 // Checker runs the replica check of one node.
@@ -77,6 +85,7 @@ type Checker struct {
 type metrics struct {
 	rounds    prometheus.Counter
 	divergent prometheus.Gauge
+	repairs   prometheus.Counter
 	duration  prometheus.Observer
 }
 
@@ -97,13 +106,15 @@ func New(cfg Config) (*Checker, error) {
 			Help: "Anti-entropy rounds by kind.", ConstLabels: prometheus.Labels{"kind": "replica"}}),
 		divergent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strata_antientropy_divergent_replicas",
 			Help: "1 while this node's ledger differs from the one its group agrees on."}),
+		repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_repairs_total",
+			Help: "Anti-entropy repairs by kind.", ConstLabels: prometheus.Labels{"kind": "replica"}}),
 	}}
 	hist := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_antientropy_round_duration_seconds",
 		Help: "Duration of anti-entropy rounds by kind.", ConstLabels: prometheus.Labels{"kind": "replica"},
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)})
 	c.m.duration = hist
 	if cfg.Registerer != nil {
-		for _, col := range []prometheus.Collector{c.m.rounds, c.m.divergent, hist} {
+		for _, col := range []prometheus.Collector{c.m.rounds, c.m.divergent, c.m.repairs, hist} {
 			if err := cfg.Registerer.Register(col); err != nil {
 				return nil, err
 			}
@@ -144,6 +155,9 @@ func (c *Checker) Run(ctx context.Context) {
 			c.m.rounds.Inc()
 			c.m.duration.Observe(time.Since(start).Seconds())
 			c.setVerdict(v)
+			if v.State == Divergent {
+				c.repair(ctx)
+			}
 		} else if ctx.Err() == nil {
 			c.cfg.Logger.Debug("replica check: round failed", "err", err)
 		}
@@ -180,6 +194,36 @@ func (c *Checker) setVerdict(v Verdict) {
 		}
 		c.cfg.Logger.Log(context.Background(), lvl, "replica check", "state", v.State.String(), "index", v.Index, "reason", v.Reason)
 	}
+}
+
+// repair replaces a divergent ledger with the group's: a leader first
+// hands leadership on (its ledger is the damaged one), a follower
+// rebuilds from the leader's snapshot. It never patches single records.
+// The node stays unready until a later round verifies the result.
+func (c *Checker) repair(ctx context.Context) {
+	if c.cfg.Proposer.CheckLeader() == nil {
+		if c.cfg.StepDown != nil {
+			if err := c.cfg.StepDown(); err != nil {
+				c.cfg.Logger.Warn("replica check: divergent leader could not step down", "err", err)
+			}
+		}
+		return
+	}
+	if c.cfg.Rebuild == nil {
+		return
+	}
+	index, err := c.cfg.Rebuild(ctx)
+	if err != nil {
+		c.cfg.Logger.Warn("replica check: rebuild from the leader failed", "err", err)
+		return
+	}
+	c.m.repairs.Inc()
+	c.cfg.Logger.Warn("replica check: ledger rebuilt from the leader's snapshot; checking again", "index", index)
+	c.mu.Lock()
+	c.verdict = Verdict{Index: index, Reason: fmt.Sprintf("rebuilt from the leader's snapshot at index %d, not yet checked again", index)}
+	c.judged = false
+	c.mu.Unlock()
+	c.m.divergent.Set(0)
 }
 
 // round has a mark proposed, waits until this node applied it, and judges
