@@ -16,7 +16,7 @@ import (
 )
 
 // readBufferBytes is Verify's input buffer.
-const readBufferBytes = 256 << 10
+const readBufferBytes = 64 << 10
 
 // VerifyConfig configures Verify.
 type VerifyConfig struct {
