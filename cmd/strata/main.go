@@ -68,6 +68,7 @@ func newRootCmd() *cobra.Command {
 		newMembersCmd(),
 		newRaftCmd(),
 		newBenchCmd(),
+		newBundleCmd(),
 	)
 	return root
 }
