@@ -26,7 +26,7 @@
 //     MaxEntryBytes) whatever the bundle's length. Merge and WriteNDJSON
 //     sort: they keep a fixed-size index record per entry (mergeRecordBytes,
 //     ndjsonRecordBytes) and re-read each entry from its input by offset,
-//     bounded by MaxSortEntries; VerifyNDJSON keeps 72 bytes per line.
+//     bounded by MaxSortEntries; VerifyNDJSON keeps 65 bytes per line.
 //   - Determinism: no clock reads and no randomness here. Creation time
 //     and node are the caller's; a merged bundle's id and time derive from
 //     its inputs, and ed25519 signatures are deterministic, so merging the

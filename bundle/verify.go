@@ -28,7 +28,8 @@ type VerifyConfig struct {
 	OnEntry func(*Entry) error
 }
 
-// Entry is one verified entry, valid only during the OnEntry call.
+// Entry is one verified entry. Stored is a new value the callee may
+// keep; Entry itself and Event are reused after the OnEntry call.
 type Entry struct {
 	Index int
 	// Offset is the frame's position in the bundle, Size its length
