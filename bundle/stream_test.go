@@ -28,7 +28,7 @@ func streamLength(t *testing.T) int {
 }
 
 // maxStreamHeapGrowthBytes bounds the heap the export and the verify add
-// to the ledger's: a few buffers, never the bundle (about 60 MB here).
+// to the ledger's: a few buffers, never the bundle (about 79 MB here).
 const maxStreamHeapGrowthBytes = 16 << 20
 
 // TestStream_WriterToVerifyHoldsBoundedMemory exports a 200,000-event

@@ -306,8 +306,13 @@ func (v *verifier) checkManifest(mb []byte) error {
 	case m.LastHLC != v.last:
 		return bad("last_hlc", m.LastHLC, v.last)
 	}
-	if _, err := m.Created(); err != nil {
-		return brk(PartManifest, -1, "created_at", err.Error())
+	for _, f := range []struct{ name, v string }{{"tenant", m.Tenant}, {"bundle_id", m.BundleID}, {"created_by", m.CreatedBy}} {
+		if len(f.v) > fsm.MaxNameBytes {
+			return brk(PartManifest, -1, f.name, fmt.Sprintf("%d bytes, over %d", len(f.v), fsm.MaxNameBytes))
+		}
+	}
+	if t, err := m.Created(); err != nil || t.IsZero() {
+		return brk(PartManifest, -1, "created_at", fmt.Sprintf("%q is not an RFC 3339 time after year 1", m.CreatedAt))
 	}
 	return nil
 }
