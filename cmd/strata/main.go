@@ -69,6 +69,7 @@ func newRootCmd() *cobra.Command {
 		newMembersCmd(),
 		newRaftCmd(),
 		newBenchCmd(),
+		newBundleCmd(),
 	)
 	return root
 }

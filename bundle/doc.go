@@ -1,0 +1,50 @@
+// Package bundle writes, reads and verifies a tenant's audit chain as an
+// offline file (DESIGN §11): every stored event with its sequence number,
+// previous link, link, body hash and body, then a manifest (bundle id,
+// tenant, creation time and node, count, first and last HLC, chain head,
+// SHA-256 of the entries, format version) and a seal: a DSSE-style
+// envelope over the manifest digest, signed with ed25519 or not signed at
+// all. FORMAT.md is the byte-level contract; a golden test pins it.
+//
+// What it offers:
+//   - Writer: takes fsm.StoredEvents one at a time, in chain (Seq) order,
+//     and streams entries, then the manifest and the seal. It checks every
+//     event's sequence number, body hash and link before writing it, or,
+//     in Rechain mode (merge), assigns them.
+//   - Verify: reads a bundle from an io.Reader in one pass and names the
+//     first broken entry (index, seq, event id) or manifest field.
+//   - Merge: many bundles of one tenant into one, by HLC total order,
+//     duplicates dropped and counted, a body conflict refused; the output
+//     bytes depend only on the set of inputs.
+//   - WriteNDJSON / VerifyNDJSON: the same chain as JSON lines sorted by
+//     HLC total order, closed by a {"manifest": ...} line.
+//   - Keys: GenerateKey, key files (PEM, or raw base64), Sign/Open of the
+//     envelope.
+//
+// Invariants:
+//   - Memory: Writer and Verify hold one entry at a time (at most
+//     MaxEntryBytes) whatever the bundle's length. Merge and WriteNDJSON
+//     sort: they keep a fixed-size index record per entry (mergeRecordBytes,
+//     ndjsonRecordBytes) and re-read each entry from its input by offset,
+//     bounded by MaxSortEntries; VerifyNDJSON keeps 65 bytes per line.
+//   - Determinism: no clock reads and no randomness here. Creation time
+//     and node are the caller's; a merged bundle's id and time derive from
+//     its inputs, and ed25519 signatures are deterministic, so merging the
+//     same set of bundles gives the same bytes.
+//   - A bundle holds a chain from its genesis: the first entry's previous
+//     link is "genesis" (32 zero bytes on disk), its seq 1.
+//
+// Speed (2 shared cores, medians of 5 runs of the benchmarks, 50,000
+// events of ~200-byte bodies): Write ~750k events/s, Verify ~480k
+// events/s (signed), Merge ~270k input events/s; a 1M-event export piped
+// into Verify runs at ~500k events/s with 0.4 MiB of heap growth
+// (TestStream_WriterToVerifyHoldsBoundedMemory).
+//
+// Concurrency: a Writer is used by one goroutine; the functions keep no
+// shared state and may run concurrently on different inputs.
+//
+// It does not talk to a cluster, open files by name or read the clock:
+// the CLI (cmd/strata bundle) opens files, and the API's export and import
+// (later) stream a ledger's ChainEvents into a Writer and a verified
+// bundle into the ledger's apply path.
+package bundle

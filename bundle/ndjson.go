@@ -1,0 +1,312 @@
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"slices"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+)
+
+// NDJSON (FORMAT.md, "NDJSON"): one line per event in HLC total order,
+// each {"seq", "prev_link", "link", "body_hash", "event"} (the chain's
+// fields as in the bundle, so each line's link can be recomputed from the
+// line alone), then a last line {"manifest": {...}} with the count and
+// the SHA-256 of every byte before it.
+
+// NDJSONFormatName is the NDJSON manifest's "format".
+const NDJSONFormatName = "strata-ndjson"
+
+// MaxNDJSONLineBytes bounds one NDJSON line: an event's JSON, whose body
+// may be several times its binary form, and the chain fields.
+const MaxNDJSONLineBytes = 1 << 20
+
+// genesisText is the prev_link of the first event, in JSON.
+const genesisText = "genesis"
+
+// NDJSONManifest is the last line's "manifest". It repeats the source
+// bundle's fields and adds the lines' digest; it is not signed (the
+// binary bundle is the signed artifact).
+type NDJSONManifest struct {
+	Format    string        `json:"format"`
+	Version   int           `json:"version"`
+	Order     string        `json:"order"` // "hlc"
+	BundleID  string        `json:"bundle_id"`
+	Tenant    string        `json:"tenant"`
+	CreatedAt string        `json:"created_at"`
+	CreatedBy string        `json:"created_by"`
+	Count     uint64        `json:"count"`
+	FirstHLC  hlc.Timestamp `json:"first_hlc"`
+	LastHLC   hlc.Timestamp `json:"last_hlc"`
+	ChainHead Head          `json:"chain_head"`
+	// SHA256 is the digest of every line before the manifest's, newlines
+	// included.
+	SHA256 fsm.Hash `json:"sha256"`
+}
+
+type ndjsonLine struct {
+	Seq      uint64    `json:"seq"`
+	PrevLink string    `json:"prev_link"`
+	Link     fsm.Hash  `json:"link"`
+	BodyHash fsm.Hash  `json:"body_hash"`
+	Event    fsm.Event `json:"event"`
+}
+
+type ndjsonLast struct {
+	Manifest *NDJSONManifest `json:"manifest"`
+}
+
+// ndjsonRecord indexes one entry for the sort.
+type ndjsonRecord struct {
+	key  fsm.EventKey
+	off  int64
+	size int64
+}
+
+// ndjsonRecordBytes is the memory WriteNDJSON holds per entry.
+const ndjsonRecordBytes = 16 + 16 + 8 + 8
+
+// WriteNDJSON verifies the bundle src (publicKey, if set, must have
+// signed it) and writes its events to dst as NDJSON sorted by HLC total
+// order. Memory: ndjsonRecordBytes (48) per entry, at most MaxSortEntries.
+func WriteNDJSON(dst io.Writer, src Source, publicKey ed25519.PublicKey) (NDJSONManifest, error) {
+	var recs []ndjsonRecord
+	rep, err := Verify(io.NewSectionReader(src.R, 0, src.Size), VerifyConfig{PublicKey: publicKey,
+		OnEntry: func(e *Entry) error {
+			if len(recs) >= MaxSortEntries {
+				return fmt.Errorf("%w: more than %d entries to sort", ErrLimit, MaxSortEntries)
+			}
+			recs = append(recs, ndjsonRecord{key: e.Stored.Key(), off: e.Offset, size: int64(e.Size)})
+			return nil
+		}})
+	if err != nil {
+		return NDJSONManifest{}, fmt.Errorf("bundle: %s: %w", src.Name, err)
+	}
+	slices.SortFunc(recs, func(a, b ndjsonRecord) int { return a.key.Compare(b.key) })
+	out := bufio.NewWriterSize(dst, writeBufferBytes)
+	sum := sha256.New()
+	w := io.MultiWriter(out, sum)
+	var buf []byte
+	for _, r := range recs {
+		var se *fsm.StoredEvent
+		if buf, se, err = readEntry(src, r.off, int(r.size), buf); err != nil {
+			return NDJSONManifest{}, err
+		}
+		prev := genesisText
+		if se.Seq > 1 {
+			prev = hex.EncodeToString(buf[frameHeaderBytes : frameHeaderBytes+32])
+		}
+		line, err := json.Marshal(ndjsonLine{Seq: se.Seq, PrevLink: prev, Link: se.Link, BodyHash: se.BodyHash, Event: se.Event})
+		if err != nil {
+			return NDJSONManifest{}, fmt.Errorf("bundle: ndjson event %s: %w", se.ID, err)
+		}
+		w.Write(append(line, '\n'))
+	}
+	m := rep.Manifest
+	nm := NDJSONManifest{Format: NDJSONFormatName, Version: Version, Order: "hlc", BundleID: m.BundleID,
+		Tenant: m.Tenant, CreatedAt: m.CreatedAt, CreatedBy: m.CreatedBy, Count: m.Count,
+		FirstHLC: m.FirstHLC, LastHLC: m.LastHLC, ChainHead: m.ChainHead}
+	sum.Sum(nm.SHA256[:0])
+	last, err := json.Marshal(ndjsonLast{Manifest: &nm})
+	if err != nil {
+		return NDJSONManifest{}, err
+	}
+	out.Write(append(last, '\n'))
+	return nm, out.Flush()
+}
+
+// NDJSONReport is what VerifyNDJSON found.
+type NDJSONReport struct {
+	Manifest NDJSONManifest
+	Lines    uint64
+	Head     fsm.ChainHead
+}
+
+// ndjsonVerifier keeps, per seq, the line's previous link and link (64
+// bytes a line) to check the chain's continuity once every line is read.
+type ndjsonVerifier struct {
+	r      *bufio.Reader
+	sum    hash.Hash
+	rep    NDJSONReport
+	tenant string
+	prev   fsm.EventKey
+	first  hlc.Timestamp
+	last   hlc.Timestamp
+	links  []fsm.Hash // by seq-1
+	prevs  []fsm.Hash // by seq-1
+	seen   []bool
+	body   []byte
+}
+
+// VerifyNDJSON reads NDJSON from r and checks: every line parses (strict
+// JSON, bounded by MaxNDJSONLineBytes); lines are in strictly increasing
+// HLC total order; one tenant; each line's body hash and link recompute
+// from the line; the seqs are 1..count, each once, and each prev_link is
+// the link of seq-1 ("genesis" for 1); the manifest line is last, and
+// its count, sha256, chain head, first and last HLC match. The first
+// failure is a *BreakError with Part PartLine (or PartManifest, PartFile).
+// Memory: 65 bytes per line, at most MaxSortEntries lines.
+func VerifyNDJSON(r io.Reader) (NDJSONReport, error) {
+	v := ndjsonVerifier{r: bufio.NewReaderSize(r, 64<<10), sum: sha256.New()}
+	err := v.run()
+	return v.rep, err
+}
+
+func (v *ndjsonVerifier) run() error {
+	for index := 0; ; index++ {
+		line, err := v.line(index)
+		if err != nil {
+			return err
+		}
+		if bytes.HasPrefix(line, []byte(`{"manifest"`)) {
+			return v.finish(line)
+		}
+		if err := v.verifyLine(index, line); err != nil {
+			return err
+		}
+		v.sum.Write(line)
+	}
+}
+
+// line reads one line, newline included.
+func (v *ndjsonVerifier) line(index int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := v.r.ReadSlice('\n')
+		if len(line)+len(part) > MaxNDJSONLineBytes {
+			return nil, brk(PartLine, index, "frame", fmt.Sprintf("line over %d bytes", MaxNDJSONLineBytes))
+		}
+		line = append(line, part...)
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(line) == 0 {
+				return nil, brk(PartFile, -1, "truncated", fmt.Sprintf("ends after %d lines, before the manifest line", index))
+			}
+			return nil, brk(PartLine, index, "truncated", "the last line has no newline")
+		default:
+			return nil, fmt.Errorf("bundle: read line %d: %w", index, err)
+		}
+	}
+}
+
+func (v *ndjsonVerifier) verifyLine(index int, line []byte) error {
+	var l ndjsonLine
+	if err := decodeStrict(line, &l); err != nil {
+		return brk(PartLine, index, "json", err.Error())
+	}
+	named := func(field, reason string) error {
+		return &BreakError{Part: PartLine, Index: index, Seq: l.Seq, EventID: l.Event.ID, Field: field, Reason: reason}
+	}
+	if l.Event.Body == nil {
+		return named("json", "no event body")
+	}
+	if index == 0 {
+		v.tenant = l.Event.Tenant
+	}
+	key := l.Event.Key()
+	switch {
+	case index > 0 && !v.prev.Less(key):
+		return named("order", fmt.Sprintf("HLC %s (event %s) does not follow HLC %s (event %s)", key.HLC, key.ID, v.prev.HLC, v.prev.ID))
+	case l.Event.Tenant != v.tenant:
+		return named("tenant", fmt.Sprintf("tenant %q in a chain of %q", l.Event.Tenant, v.tenant))
+	case l.Seq == 0 || l.Seq > MaxSortEntries:
+		return named("seq", fmt.Sprintf("seq %d out of 1..%d", l.Seq, MaxSortEntries))
+	}
+	var prev fsm.Hash
+	switch {
+	case l.Seq == 1 && l.PrevLink == genesisText:
+	case l.Seq > 1 && prev.UnmarshalText([]byte(l.PrevLink)) == nil:
+	default:
+		return named("prev_link", fmt.Sprintf("prev_link %.80q for seq %d", l.PrevLink, l.Seq))
+	}
+	var err error
+	if v.body, err = fsm.AppendBody(v.body[:0], l.Event.Body); err != nil {
+		return named("body_hash", err.Error())
+	}
+	if fsm.Hash(sha256.Sum256(v.body)) != l.BodyHash {
+		return named("body_hash", "the body does not match its hash")
+	}
+	if fsm.ChainLink(fsm.ChainHead{Seq: l.Seq - 1, Link: prev}, &l.Event, l.BodyHash) != l.Link {
+		return named("link", "link does not match the one recomputed from the line")
+	}
+	i := int(l.Seq - 1)
+	if i >= len(v.seen) {
+		v.seen = append(v.seen, make([]bool, i+1-len(v.seen))...)
+		v.links = append(v.links, make([]fsm.Hash, i+1-len(v.links))...)
+		v.prevs = append(v.prevs, make([]fsm.Hash, i+1-len(v.prevs))...)
+	}
+	if v.seen[i] {
+		return named("seq", fmt.Sprintf("seq %d twice", l.Seq))
+	}
+	v.seen[i], v.links[i], v.prevs[i] = true, l.Link, prev
+	if index == 0 || key.HLC.Less(v.first) {
+		v.first = key.HLC
+	}
+	if index == 0 || v.last.Less(key.HLC) {
+		v.last = key.HLC
+	}
+	v.prev = key
+	v.rep.Lines++
+	return nil
+}
+
+func (v *ndjsonVerifier) finish(line []byte) error {
+	var last ndjsonLast
+	if err := decodeStrict(line, &last); err != nil || last.Manifest == nil {
+		return brk(PartManifest, -1, "json", fmt.Sprint("manifest line: ", err))
+	}
+	m := *last.Manifest
+	v.rep.Manifest = m
+	if n, _ := v.r.Read(make([]byte, 1)); n > 0 {
+		return brk(PartFile, -1, "trailing", "data after the manifest line")
+	}
+	bad := func(field string, got, want any) error {
+		return brk(PartManifest, -1, field, fmt.Sprintf("manifest says %v, the lines give %v", got, want))
+	}
+	var sum fsm.Hash
+	v.sum.Sum(sum[:0])
+	switch {
+	case m.Format != NDJSONFormatName || m.Version != Version || m.Order != "hlc":
+		return bad("format", fmt.Sprintf("%s v%d order %s", m.Format, m.Version, m.Order), NDJSONFormatName)
+	case m.SHA256 != sum:
+		return bad("sha256", m.SHA256, sum)
+	case m.Count != v.rep.Lines:
+		return bad("count", m.Count, v.rep.Lines)
+	case m.Count > 0 && m.Tenant != v.tenant:
+		return bad("tenant", m.Tenant, v.tenant)
+	}
+	for i := range v.seen { // every seq present, each prev the link before it
+		switch {
+		case !v.seen[i]:
+			return brk(PartLine, -1, "seq", fmt.Sprintf("no line of seq %d", i+1))
+		case i > 0 && v.prevs[i] != v.links[i-1]:
+			return brk(PartLine, -1, "prev_link", fmt.Sprintf("seq %d's prev_link is not seq %d's link", i+1, i))
+		}
+	}
+	if n := len(v.links); n > 0 {
+		v.rep.Head = fsm.ChainHead{Seq: uint64(n), Link: v.links[n-1]}
+	}
+	head := Head{Seq: v.rep.Head.Seq, Link: v.rep.Head.Link}
+	switch {
+	case m.ChainHead != head:
+		return bad("chain_head", m.ChainHead, head)
+	case m.FirstHLC != v.first:
+		return bad("first_hlc", m.FirstHLC, v.first)
+	case m.LastHLC != v.last:
+		return bad("last_hlc", m.LastHLC, v.last)
+	}
+	return nil
+}
