@@ -35,6 +35,10 @@ const (
 	DefaultReadBatch = 32
 	// MaxReadBatch bounds ReadBatch.
 	MaxReadBatch = 1024
+	// DefaultSocketBufferBytes is the UDP socket's receive buffer asked of
+	// the kernel (SO_RCVBUF; Linux caps it at net.core.rmem_max): room for
+	// bursts while the reader is descheduled.
+	DefaultSocketBufferBytes = 4 << 20
 	// DefaultMaxConns bounds concurrent TCP connections.
 	DefaultMaxConns = 256
 	// DefaultTCPIdleTimeout closes a TCP connection that sends no frame
@@ -66,6 +70,8 @@ type Config struct {
 	// ReadBatch is the datagrams per UDP read (DefaultReadBatch); 1 reads
 	// one datagram per system call.
 	ReadBatch int
+	// SocketBufferBytes is the UDP receive buffer (DefaultSocketBufferBytes).
+	SocketBufferBytes int
 	// MaxConns bounds TCP connections (DefaultMaxConns).
 	MaxConns int
 	// TCPIdleTimeout is the per-connection read deadline for each frame
@@ -88,6 +94,7 @@ func (c *Config) Validate() error {
 	def(&c.QueueFrames, DefaultQueueFrames)
 	def(&c.ReadBatch, DefaultReadBatch)
 	def(&c.MaxConns, DefaultMaxConns)
+	def(&c.SocketBufferBytes, DefaultSocketBufferBytes)
 	if c.TCPIdleTimeout == 0 {
 		c.TCPIdleTimeout = DefaultTCPIdleTimeout
 	}
@@ -105,6 +112,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: QueueFrames %d not in 1..%d", ErrInvalid, c.QueueFrames, MaxQueueFrames)
 	case c.ReadBatch < 1 || c.ReadBatch > MaxReadBatch:
 		return fmt.Errorf("%w: ReadBatch %d not in 1..%d", ErrInvalid, c.ReadBatch, MaxReadBatch)
+	case c.SocketBufferBytes < 0:
+		return fmt.Errorf("%w: SocketBufferBytes %d", ErrInvalid, c.SocketBufferBytes)
 	case c.MaxConns < 1:
 		return fmt.Errorf("%w: MaxConns %d", ErrInvalid, c.MaxConns)
 	case c.TCPIdleTimeout < 0:
@@ -203,6 +212,9 @@ func (r *Receiver) Start() error {
 		}
 		if r.udp, err = net.ListenUDP("udp", addr); err != nil {
 			return fmt.Errorf("listen udp %s: %w", r.cfg.UDPAddr, err)
+		}
+		if err := r.udp.SetReadBuffer(r.cfg.SocketBufferBytes); err != nil {
+			r.cfg.Logger.Debug("progress: udp receive buffer", "bytes", r.cfg.SocketBufferBytes, "err", err)
 		}
 	}
 	if r.cfg.TCPAddr != "" {

@@ -120,7 +120,7 @@ func TestReceiver_FoldsWhatTheSenderSends(t *testing.T) {
 
 // counterValue reads a counter without prometheus/testutil (whose
 // dependencies are not in go.sum).
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
+func counterValue(t testing.TB, c prometheus.Counter) float64 {
 	t.Helper()
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
