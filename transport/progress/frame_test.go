@@ -76,7 +76,7 @@ func TestEncoder_RoundTripAndFrameBound(t *testing.T) {
 	}
 }
 
-// TestEncoder_RealisticFrameHoldsManyUpdates backs FORMAT.md's "about 80
+// TestEncoder_RealisticFrameHoldsManyUpdates backs FORMAT.md's "about 110
 // updates" per default frame: one worker's instances of one job.
 func TestEncoder_RealisticFrameHoldsManyUpdates(t *testing.T) {
 	enc, _ := NewEncoder(EncoderConfig{Worker: "worker-1", KeyID: 7, Key: testKey})
@@ -86,8 +86,8 @@ func TestEncoder_RealisticFrameHoldsManyUpdates(t *testing.T) {
 	}
 	frames := 0
 	_ = enc.Encode(ups, func([]byte) error { frames++; return nil })
-	if per := len(ups) / frames; per < 70 {
-		t.Fatalf("%d updates per frame, want at least 70", per)
+	if per := len(ups) / frames; per < 100 {
+		t.Fatalf("%d updates per frame, want at least 100", per)
 	} else {
 		t.Logf("%d updates per %d-byte frame", per, DefaultMaxFrameBytes)
 	}

@@ -7,9 +7,9 @@ import (
 )
 
 // TestImports_OnlyWhatDESIGNAllows checks DESIGN §2 for this package: the
-// standard library, Prometheus and x/net's ipv4/ipv6 (batched UDP reads);
-// no Raft, no memberlist, no other Strata package.
+// standard library, Prometheus and x/sys/unix (recvmmsg); no Raft, no
+// memberlist, no other Strata package.
 func TestImports_OnlyWhatDESIGNAllows(t *testing.T) {
 	importcheck.Only(t, ".", importcheck.Std, "github.com/prometheus/client_golang/prometheus",
-		"golang.org/x/net/ipv4", "golang.org/x/net/ipv6")
+		"golang.org/x/sys/unix")
 }

@@ -1,37 +1,29 @@
 package progress
 
-import (
-	"net"
-
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
-)
-
-// batchReader reads many datagrams per system call (recvmmsg on Linux).
-type batchReader interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
-}
+import "net"
 
 // readUDP reads datagrams until the socket is closed, ReadBatch at a time
-// (one per call when ReadBatch is 1), and queues them.
+// (recvmmsg on Linux; one per call when ReadBatch is 1 or elsewhere), and
+// queues them.
 func (r *Receiver) readUDP(conn *net.UDPConn) {
 	defer r.readers.Done()
-	if r.cfg.ReadBatch == 1 {
+	if r.cfg.ReadBatch == 1 || !batchReadSupported {
 		r.readUDPSingle(conn)
 		return
 	}
-	var br batchReader = ipv4.NewPacketConn(conn)
-	if a, ok := conn.LocalAddr().(*net.UDPAddr); ok && a.IP.To4() == nil && a.IP != nil && !a.IP.IsUnspecified() {
-		br = ipv6.NewPacketConn(conn)
+	br, err := newBatchReader(conn, r.cfg.ReadBatch)
+	if err != nil {
+		r.cfg.Logger.Warn("progress: batched udp reads unavailable, reading one at a time", "err", err)
+		r.readUDPSingle(conn)
+		return
 	}
-	msgs := make([]ipv4.Message, r.cfg.ReadBatch)
 	bufs := make([]*frameBuf, r.cfg.ReadBatch)
-	for i := range msgs {
+	for i := range bufs {
 		bufs[i] = r.getBuf()
-		msgs[i].Buffers = [][]byte{bufs[i].b}
+		br.setBuf(i, bufs[i].b)
 	}
 	for {
-		n, err := br.ReadBatch(msgs, 0)
+		n, err := br.read()
 		if err != nil {
 			if r.isClosed() {
 				return
@@ -40,10 +32,10 @@ func (r *Receiver) readUDP(conn *net.UDPConn) {
 			continue
 		}
 		for i := range n {
-			bufs[i].n = msgs[i].N
+			bufs[i].n = br.size(i)
 			if r.enqueue(bufs[i]) {
 				bufs[i] = r.getBuf()
-				msgs[i].Buffers[0] = bufs[i].b
+				br.setBuf(i, bufs[i].b)
 			}
 		}
 	}
