@@ -21,9 +21,11 @@
 //   - fold.go: Aggregates, pure: max-merge per (workflow, worker) with a
 //     "changed since the last Drain" set. No goroutines, no clock, no I/O.
 //   - backpressure.go: the AD-37 levels as a pure function of queue fill.
-//   - receiver.go, receiver_udp.go, receiver_tcp.go: the I/O edge. Readers
-//     put raw frames on one bounded queue; one fold goroutine decodes,
-//     verifies, checks leases and folds.
+//   - receiver.go, receiver_udp.go, receiver_tcp.go, receiver_fold.go,
+//     mmsg_linux.go: the I/O edge. Readers (UDP: up to ReadBatch datagrams
+//     per recvmmsg; TCP: one goroutine per connection) put raw frames on
+//     one bounded queue, dropping when it is full; one fold goroutine
+//     decodes, verifies, checks leases and folds.
 //   - sender.go: the worker side: latest counters per leased workflow,
 //     packed into frames and written to UDP or TCP.
 //

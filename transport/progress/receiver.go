@@ -321,8 +321,16 @@ func (r *Receiver) Forget(workflow, worker string) {
 	r.do(func(a *Aggregates) { a.Forget(workflow, worker) })
 }
 
-// do runs fn on the fold goroutine, or under mu once it has exited.
+// do runs fn on the fold goroutine, or under mu when there is none (not
+// started yet, or exited).
 func (r *Receiver) do(fn func(*Aggregates)) {
+	r.mu.Lock()
+	if !r.started {
+		defer r.mu.Unlock()
+		fn(r.agg)
+		return
+	}
+	r.mu.Unlock()
 	req := request{fn: fn, done: make(chan struct{})}
 	select {
 	case r.reqs <- req:

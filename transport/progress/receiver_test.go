@@ -215,6 +215,9 @@ func TestReceiver_QueueFillSetsBackpressureAndOverflowIsCounted(t *testing.T) {
 	if got := counterValue(t, r.m.dropped[ReasonQueueFull]); got != 1 {
 		t.Fatalf("queue_full %v, want 1", got)
 	}
+	if got := r.Drain(); len(got) != 0 { // not started: nothing folded, no deadlock
+		t.Fatalf("drain before Start %+v", got)
+	}
 	frames := make(chan struct{}, 32)
 	r.afterFrame = func() { frames <- struct{}{} }
 	if err := r.Start(); err != nil {
