@@ -61,8 +61,8 @@ func (r *Receiver) serveTCP(c net.Conn) {
 		r.mu.Lock()
 		delete(r.conns, c)
 		r.mu.Unlock()
+		<-r.connSem // before Close: a peer that saw the close finds its slot free
 		c.Close()
-		<-r.connSem
 		r.readers.Done()
 	}()
 	br := bufio.NewReaderSize(c, r.cfg.MaxFrameBytes+tcpLengthBytes)

@@ -282,6 +282,9 @@ func TestReceiver_TCPBounds(t *testing.T) {
 	if d := time.Since(start); d < 100*time.Millisecond {
 		t.Fatalf("idle connection closed after %v; a refused one?", d)
 	}
+	if got := counterValue(t, r.m.dropped[ReasonConnLimit]); got != 1 {
+		t.Fatalf("conn_limit %v, want still 1", got)
+	}
 }
 
 func isReset(err error) bool {
