@@ -13,11 +13,11 @@
 //
 // The package is split by concern:
 //
-//   - frame.go, codec.go: the wire format (FORMAT.md), pure. Encoder packs
-//     updates into MAC'd frames of at most MaxFrameBytes; Decoder checks the
-//     header, looks up the worker's key, verifies the MAC and only then reads
-//     the updates, checking every length and count against a named limit
-//     before allocating.
+//   - frame.go, encoder.go, decoder.go, limits.go: the wire format
+//     (FORMAT.md), pure. Encoder packs updates into MAC'd frames of at most
+//     MaxFrameBytes; Decoder checks the header, looks up the worker's key,
+//     verifies the MAC and only then reads the updates, checking every
+//     length and count against a named limit before allocating.
 //   - fold.go: Aggregates, pure: max-merge per (workflow, worker) with a
 //     "changed since the last Drain" set. No goroutines, no clock, no I/O.
 //   - backpressure.go: the AD-37 levels as a pure function of queue fill.
