@@ -212,7 +212,7 @@ func BenchmarkRebuild(b *testing.B) {
 
 // BenchmarkTreeHash is the cost of reading one node's hash (Hash, as
 // Answer and Compare do for every node they visit) in a tree of 1M jobs,
-// for random nodes of a level: stored above DenseLevels, summed from the
+// for random nodes of a level: stored above denseLevels, summed from the
 // entries below from there down to the leaves (level 21).
 func BenchmarkTreeHash(b *testing.B) {
 	tr := benchTree(b, 1_000_000)

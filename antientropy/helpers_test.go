@@ -44,7 +44,7 @@ func (l ledger) all(yield func(string, [32]byte) bool) {
 
 func treeOf(t testing.TB, depth int, l ledger) *Tree {
 	t.Helper()
-	return treeWith(t, depth, DenseLevels, l)
+	return treeWith(t, depth, denseLevels, l)
 }
 
 // treeWith rebuilds a tree of l that stores the sums of its top dense

@@ -27,7 +27,7 @@ func TestTree_EmptyTreeIsSmall(t *testing.T) {
 }
 
 // TestTree_DefaultDepthIncrementalEqualsRebuild: at DefaultDepth, where
-// levels DenseLevels..21 are summed from the chunks, Set and Delete leave
+// levels denseLevels..21 are summed from the chunks, Set and Delete leave
 // the tree equal, node for node, to one rebuilt from the ledger.
 func TestTree_DefaultDepthIncrementalEqualsRebuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed(t), 4))

@@ -25,14 +25,14 @@ const (
 	MaxIDBytes = 255
 )
 
-// DenseLevels is how many levels, from the root down, keep their sums in
-// memory: a tree of depth D stores the 2^min(D, DenseLevels) − 1 nodes of
-// levels 0..min(D, DenseLevels)−1 (2 MiB at DefaultDepth) and one chunk
-// of entries per node of level min(D, DenseLevels) (2^16 chunk headers,
+// denseLevels is how many levels, from the root down, keep their sums in
+// memory: a tree of depth D stores the 2^min(D, denseLevels) − 1 nodes of
+// levels 0..min(D, denseLevels)−1 (2 MiB at DefaultDepth) and one chunk
+// of entries per node of level min(D, denseLevels) (2^16 chunk headers,
 // 1.5 MiB). A node further down (at DefaultDepth, levels 16..21, 32
 // buckets or fewer) is summed from its chunk when asked. It is not part
 // of the wire contract: both sides may choose differently.
-const DenseLevels = 16
+const denseLevels = 16
 
 // Errors callers branch on.
 var (
@@ -45,7 +45,7 @@ var (
 // Tree is the Merkle tree of one ledger (see the package doc): a
 // complete binary tree of the given depth whose leaves are buckets of
 // (job id, item hash) entries. Node n (heap order: root 1, children 2n
-// and 2n+1) at level L < min(depth, DenseLevels) stores the sum of the
+// and 2n+1) at level L < min(depth, denseLevels) stores the sum of the
 // item hashes below it; a node further down is summed from the entries
 // of its chunk when asked.
 //
@@ -54,7 +54,7 @@ var (
 // concurrently with each other.
 type Tree struct {
 	depth int
-	top   int // min(depth, DenseLevels): the level of the chunk nodes
+	top   int // min(depth, denseLevels): the level of the chunk nodes
 	// inner[n] for 1 ≤ n < 2^top is the sum of node n; inner[0] unused.
 	inner []sum
 	// chunks[k] holds the entries of the buckets below node 2^top + k,
@@ -73,10 +73,10 @@ type entry struct {
 
 // New returns an empty tree of the given depth (DefaultDepth in
 // production; tests use small ones).
-func New(depth int) (*Tree, error) { return newTree(depth, DenseLevels) }
+func New(depth int) (*Tree, error) { return newTree(depth, denseLevels) }
 
 // newTree returns an empty tree that stores the sums of its top dense
-// levels (tests use fewer than DenseLevels to exercise the chunks at
+// levels (tests use fewer than denseLevels to exercise the chunks at
 // small depths).
 func newTree(depth, dense int) (*Tree, error) {
 	if depth < MinDepth || depth > MaxDepth {
@@ -161,7 +161,7 @@ func remove(es []entry, i int) []entry {
 
 // Set records the state digest of a job (fsm's JobState.Digest), adding
 // the job or replacing its previous digest. It costs one SHA-256, a
-// binary search of the job's chunk and min(depth, DenseLevels) 256-bit
+// binary search of the job's chunk and min(depth, denseLevels) 256-bit
 // additions.
 func (t *Tree) Set(id string, digest [32]byte) error {
 	if err := checkID(id); err != nil {
@@ -304,7 +304,7 @@ func (t *Tree) Clone() *Tree {
 // counted per chunk, each chunk allocated once at its size and sorted,
 // and each stored node summed once.
 func Rebuild(depth int, jobs iter.Seq2[string, [32]byte]) (*Tree, error) {
-	return rebuild(depth, DenseLevels, jobs)
+	return rebuild(depth, denseLevels, jobs)
 }
 
 func rebuild(depth, dense int, jobs iter.Seq2[string, [32]byte]) (*Tree, error) {

@@ -39,7 +39,7 @@ func TestTree_IncrementalEqualsRebuild(t *testing.T) {
 	for i := range 50 {
 		depth := 1 + r.IntN(10)
 		// The incremental tree stores the sums of its top levels only
-		// (1 to all); the rebuilt one all of them (depth ≤ DenseLevels).
+		// (1 to all); the rebuilt one all of them (depth ≤ denseLevels).
 		tr, err := newTree(depth, 1+r.IntN(depth))
 		if err != nil {
 			t.Fatal(err)
