@@ -58,17 +58,17 @@
 // small enough that an insert moves a few hundred bytes to a few KiB, and
 // a node's entries are contiguous.
 //
-// A Set costs ~0.25 µs for one of 500 hot jobs, ~1 µs for a random one
-// of 1M (one SHA-256 of ~64 bytes, a binary search of its chunk, 16
-// additions, cache misses), a tenth to a quarter of an eager path of
-// SHA-256s (BenchmarkTreeSet). The hash of a node below level 16 costs
+// A Set costs ~0.2 µs for one of 500 hot jobs, ~0.65 µs for a random
+// one of 1M (one SHA-256 of ~64 bytes, a binary search of its chunk, 16
+// additions, cache misses), as when every node was stored, and a tenth
+// to a fifth of an eager path of SHA-256s (BenchmarkTreeSet). The hash of a node below level 16 costs
 // ~30 ns (a leaf) to ~120 ns (a level-16 node, a whole chunk) at 1M jobs,
 // against ~7-15 ns when every node was stored (BenchmarkTreeHash); a
 // comparison pays it twice per differing node below level 16 (the asker
-// derives its right child as parent − left, like the peer's), so finding
-// 1,000 differences among 1M jobs takes ~1.7-2.3× as long as with every
-// node stored, ~6 ms (BenchmarkFindDifferences), for the same bytes and
-// round trips. fsm's BenchmarkLedgerApply/batch=1000 changes ~106 jobs
+// derives its right child as parent − left, like the peer's), so a
+// comparison of two trees of 1M jobs takes ~1.3× as long as with every
+// node stored for 1 difference, ~1.8× for 1,000 (~4.4 ms), for the same
+// bytes and round trips (BenchmarkFindDifferences). fsm's BenchmarkLedgerApply/batch=1000 changes ~106 jobs
 // per batch, so keeping the tree current adds ~2% to it. Digesting those jobs
 // (JobState.Digest), which the caller must do whatever the tree, costs
 // about ten times more (BenchmarkLedgerApplyWithTree).
