@@ -209,3 +209,29 @@ func BenchmarkRebuild(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTreeHash is the cost of reading one node's hash (Hash, as
+// Answer and Compare do for every node they visit) in a tree of 1M jobs,
+// for random nodes of a level: stored above denseLevels, summed from the
+// entries below from there down to the leaves (level 21).
+func BenchmarkTreeHash(b *testing.B) {
+	tr := benchTree(b, 1_000_000)
+	for _, lvl := range []int{10, 16, 18, DefaultDepth} {
+		b.Run(fmt.Sprintf("jobs=1000000/level=%d", lvl), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(3, uint64(lvl)))
+			const ops = 1 << 12
+			nodes := make([]uint32, ops)
+			for k := range nodes {
+				nodes[k] = 1<<lvl + uint32(r.IntN(1<<lvl))
+			}
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				if _, err := tr.Hash(nodes[k%ops]); err != nil {
+					b.Fatal(err)
+				}
+				k++
+			}
+		})
+	}
+}

@@ -44,9 +44,9 @@ func Answer(t *Tree, r Request) (Page, error) {
 		if l.Bucket>>t.depth != 0 {
 			return Page{}, fmt.Errorf("%w: bucket %d", ErrInvalidNode, l.Bucket)
 		}
-		es := t.buckets[l.Bucket]
+		es := t.entries(1<<t.depth + l.Bucket)
 		if l.After != "" {
-			i, found := search(es, l.After)
+			i, found := search(es, l.Bucket, l.After)
 			if found {
 				i++
 			}
@@ -86,9 +86,9 @@ func Answer(t *Tree, r Request) (Page, error) {
 // job reported that no longer differs); the next comparison settles it.
 type Compare struct {
 	local    *Tree
-	peer     map[uint32]sum // peer hashes of differing inner nodes whose left child was asked
-	nodes    []uint32       // nodes to ask
-	leaves   []LeafCursor   // leaves to ask
+	peer     map[uint32]pair // hashes of differing inner nodes whose left child was asked
+	nodes    []uint32        // nodes to ask
+	leaves   []LeafCursor    // leaves to ask
 	partial  map[uint32][]Item
 	inflight Request
 	diffs    map[string]struct{}
@@ -99,7 +99,7 @@ type Compare struct {
 
 // NewCompare starts a comparison of local with a peer's tree.
 func NewCompare(local *Tree) *Compare {
-	return &Compare{local: local, peer: map[uint32]sum{}, partial: map[uint32][]Item{}, diffs: map[string]struct{}{}}
+	return &Compare{local: local, peer: map[uint32]pair{}, partial: map[uint32][]Item{}, diffs: map[string]struct{}{}}
 }
 
 // Start returns the first Request: the root's hash.
@@ -127,13 +127,16 @@ func (c *Compare) Step(p Page) (next Request, done bool, err error) {
 	for i, n := range c.inflight.Nodes {
 		h := p.Hashes[i].sum()
 		if n == 1 {
-			c.visit(1, h)
+			c.visit(1, h, c.local.node(1))
 			continue
 		}
 		parent := c.peer[n/2]
 		delete(c.peer, n/2)
-		c.visit(n, h)
-		c.visit(n+1, parent.sub(h))
+		// The local right child is derived like the peer's: below the
+		// dense levels a node's sum costs a scan of its chunk.
+		left := c.local.node(n)
+		c.visit(n, h, left)
+		c.visit(n+1, parent.peer.sub(h), parent.local.sub(left))
 	}
 	for _, l := range p.Leaves {
 		if len(c.partial[l.Bucket])+len(l.Items) > MaxItemsPerLeaf {
@@ -179,9 +182,12 @@ func (c *Compare) check(p Page) error {
 	return nil
 }
 
-// visit compares node n with the peer's hash h and schedules its descent.
-func (c *Compare) visit(n uint32, h sum) {
-	local := c.local.node(n)
+// pair is a node's hash on both sides.
+type pair struct{ peer, local sum }
+
+// visit compares node n, whose local sum is local, with the peer's hash h
+// and schedules its descent.
+func (c *Compare) visit(n uint32, h, local sum) {
 	if local == h {
 		return
 	}
@@ -189,14 +195,17 @@ func (c *Compare) visit(n uint32, h sum) {
 	case level(n) == c.local.depth:
 		c.leaves = append(c.leaves, LeafCursor{Bucket: n - 1<<c.local.depth})
 	case h.isZero():
-		lo, hi := c.local.bucketRange(n)
-		for b := lo; b < hi; b++ {
-			for _, e := range c.local.buckets[b] {
-				c.diffs[e.id] = struct{}{}
+		t := c.local
+		lo, hi := t.bucketRange(n)
+		for _, es := range t.chunks[t.chunkOf(lo) : t.chunkOf(hi-1)+1] {
+			for _, e := range es {
+				if lo <= e.b && e.b < hi {
+					c.diffs[e.id] = struct{}{}
+				}
 			}
 		}
 	default:
-		c.peer[n] = h
+		c.peer[n] = pair{peer: h, local: local}
 		c.nodes = append(c.nodes, 2*n)
 	}
 }
@@ -204,7 +213,7 @@ func (c *Compare) visit(n uint32, h sum) {
 // compareLeaf records the ids on which the peer's items of bucket b and
 // the local ones differ (both lists in id order).
 func (c *Compare) compareLeaf(b uint32, peer []Item) {
-	local := c.local.buckets[b]
+	local := c.local.entries(1<<c.local.depth + b)
 	i, j := 0, 0
 	for i < len(local) || j < len(peer) {
 		switch {

@@ -20,10 +20,12 @@ func TestCompare_MatchesBruteForce(t *testing.T) {
 		a, b := base.clone(), base.clone()
 		diverge(r, a, b, r.IntN(50))
 		want := bruteDiff(a, b)
-		got, _, _ := exchange(t, treeOf(t, depth, a), treeOf(t, depth, b))
+		// Each side stores the sums of its top levels only, from 1 to all.
+		da, db := 1+r.IntN(depth), 1+r.IntN(depth)
+		got, _, _ := exchange(t, treeWith(t, depth, da, a), treeWith(t, depth, db, b))
 		if !slices.Equal(got, want) {
-			t.Fatalf("case %d (depth %d, %d/%d jobs): found %d differences %v, brute force %d %v",
-				i, depth, len(a), len(b), len(got), got, len(want), want)
+			t.Fatalf("case %d (depth %d, dense %d/%d, %d/%d jobs): found %d differences %v, brute force %d %v",
+				i, depth, da, db, len(a), len(b), len(got), got, len(want), want)
 		}
 	}
 }
@@ -48,7 +50,7 @@ func TestCompare_RepairMakesSidesEqual(t *testing.T) {
 		base := newLedger(r.IntN(1500))
 		a, b := base.clone(), base.clone()
 		diverge(r, a, b, 1+r.IntN(100))
-		ta, tb := treeOf(t, depth, a), treeOf(t, depth, b)
+		ta, tb := treeWith(t, depth, 1+r.IntN(depth), a), treeWith(t, depth, 1+r.IntN(depth), b)
 		diffs, _, _ := exchange(t, ta, tb)
 		for _, id := range diffs {
 			da, inA := a[id]

@@ -19,9 +19,9 @@
 // Why sums rather than SHA-256 of the children:
 //   - Updates are O(depth) with no hashing above the leaf: Set computes
 //     one item hash and adds the difference from the old one into the
-//     depth inner nodes above the bucket (21 256-bit additions). Inner nodes are
-//     always current, so readers never write (no lazy dirty marks) and
-//     Rebuild sums each node once.
+//     stored nodes above the bucket (16 256-bit additions, see Memory).
+//     Stored nodes are always current, so readers never write (no lazy
+//     dirty marks) and Rebuild sums each node once.
 //   - A peer sends only the left child of a differing node; the asker
 //     derives the right one as parent − left. So each level of a descent
 //     costs one 32-byte hash per differing node.
@@ -35,23 +35,54 @@
 // levels, leaves); a comparison runs in the background, where round trips
 // matter less than bytes.
 //
-// Memory: at DefaultDepth the inner nodes (2^21 × 32 B) and the bucket
-// headers (2^21 × 24 B) take 111 MiB whatever the ledger, and each job
-// about 80 B more (id, item hash): 188 MiB at 1M jobs, ~0.9 GiB at 10M.
-// A Set costs ~0.2 µs (one SHA-256 of ~64 bytes, 21 additions), a
-// tenth of an eager path of SHA-256s (BenchmarkTreeSet); fsm's
-// BenchmarkLedgerApply/batch=1000 changes ~106 jobs per batch, so
-// keeping the tree current adds under 2% to it. Digesting those jobs
+// Memory: a Tree stores the sums of the top 16 levels (denseLevels) only,
+// 2^16 × 32 B = 2 MiB, and the jobs in one chunk per node of level 16:
+// a slice of entries (bucket, id, item hash: 56 B, plus the id's bytes)
+// sorted by (bucket, id), covering 2^(21−16) = 32 buckets, ~15 jobs at
+// 1M, ~150 at 10M. A node below level 16 is summed from the entries of
+// its range when asked: a binary search of its chunk and one 256-bit
+// addition per job under it (≤ 32 buckets). An empty tree of DefaultDepth
+// takes 3.5 MiB (the sums and 2^16 chunk headers of 24 B); each job
+// ~92 B (entry, id, the chunks' slack: a full chunk grows by a quarter):
+// 91 MiB at 1M jobs, ~0.9 GiB at 10M (BenchmarkTreeMemory). Storing all
+// 2^21 sums and 2^21 bucket headers, as this package did first, took
+// 112 MiB even when empty and 188 MiB at 1M jobs (80 B per job: no
+// bucket in the entry).
+//
+// Why chunks under the level-16 nodes rather than a map of buckets or one
+// sorted slice (estimates, not measured): a map[bucket][]entry costs a
+// map slot and a small allocation per non-empty bucket (~50 B more per job
+// at 1M jobs, where most buckets hold one job) and up to 32 lookups to
+// sum a level-16 node; one slice sorted by (bucket, id) costs 56 B per job
+// but a new job moves half of it (28 MB at 1M jobs). A chunk's slice is
+// small enough that an insert moves a few hundred bytes to a few KiB, and
+// a node's entries are contiguous.
+//
+// A Set costs ~0.2 µs for one of 500 hot jobs, ~0.65 µs for a random
+// one of 1M (one SHA-256 of ~64 bytes, a binary search of its chunk, 16
+// additions, cache misses), as when every node was stored, and a tenth
+// to a fifth of an eager path of SHA-256s (BenchmarkTreeSet). The hash of a node below level 16 costs
+// ~30 ns (a leaf) to ~120 ns (a level-16 node, a whole chunk) at 1M jobs,
+// against ~7-15 ns when every node was stored (BenchmarkTreeHash); a
+// comparison pays it twice per differing node below level 16 (the asker
+// derives its right child as parent − left, like the peer's), so a
+// comparison of two trees of 1M jobs takes ~1.3× as long as with every
+// node stored for 1 difference, ~1.8× for 1,000 (~4.4 ms), for the same
+// bytes and round trips (BenchmarkFindDifferences). fsm's BenchmarkLedgerApply/batch=1000 changes ~106 jobs
+// per batch, so keeping the tree current adds ~2% to it. Digesting those jobs
 // (JobState.Digest), which the caller must do whatever the tree, costs
 // about ten times more (BenchmarkLedgerApplyWithTree).
-// Rebuild of 1M jobs takes ~0.3 s on 2 cores (BenchmarkRebuild); reading
-// and digesting them from a store costs ten times that
-// (BenchmarkRebuildFromLedger).
+// Rebuild of 1M jobs takes ~0.5 s on 2 cores (BenchmarkRebuild; it sorts
+// each chunk by (bucket, id) and allocates each once); reading and
+// digesting them from a store took ~3 s when last measured
+// (BenchmarkRebuildFromLedger, not re-run for this layout).
 //
 // Invariants:
-//   - inner node n = sum of the item hashes in the buckets below it, after
-//     every Set, Delete and Rebuild; the empty tree's root is 0.
-//   - buckets hold at most one entry per id, sorted by id.
+//   - stored node n (levels 0..15) = sum of the item hashes in the
+//     buckets below it, after every Set, Delete and Rebuild; the empty
+//     tree's root is 0.
+//   - a chunk holds exactly the jobs of its buckets, at most one entry
+//     per id, sorted by (bucket, id); an empty chunk may be nil.
 //   - A Tree built by any sequence of Set/Delete equals, node for node,
 //     the Tree Rebuild makes from the resulting ledger.
 //

@@ -55,7 +55,7 @@ func FuzzDecodePage(f *testing.F) {
 // FuzzAnswer: a peer answers any request it can decode without
 // panicking, with a page that encodes.
 func FuzzAnswer(f *testing.F) {
-	tr := treeOf(f, 3, newLedger(40))
+	tr := treeWith(f, 3, 1, newLedger(40)) // every node below the root summed from a chunk
 	q := goldenRequest()
 	b, _ := q.MarshalBinary()
 	f.Add(b)
@@ -81,7 +81,7 @@ func FuzzStep(f *testing.F) {
 	b := a.clone()
 	b[jobID(3)] = digestOf(jobID(3), 1)
 	delete(b, jobID(4))
-	ta, tb := treeOf(f, 3, a), treeOf(f, 3, b)
+	ta, tb := treeWith(f, 3, 2, a), treeOf(f, 3, b) // the local tree stores levels 0..1 only
 	p := goldenPage()
 	pb, _ := p.MarshalBinary()
 	f.Add(uint8(0), pb)

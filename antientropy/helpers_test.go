@@ -44,7 +44,14 @@ func (l ledger) all(yield func(string, [32]byte) bool) {
 
 func treeOf(t testing.TB, depth int, l ledger) *Tree {
 	t.Helper()
-	tr, err := Rebuild(depth, l.all)
+	return treeWith(t, depth, denseLevels, l)
+}
+
+// treeWith rebuilds a tree of l that stores the sums of its top dense
+// levels only: every level from dense down is summed from the chunks.
+func treeWith(t testing.TB, depth, dense int, l ledger) *Tree {
+	t.Helper()
+	tr, err := rebuild(depth, dense, l.all)
 	if err != nil {
 		t.Fatal(err)
 	}

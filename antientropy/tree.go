@@ -1,6 +1,7 @@
 package antientropy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
@@ -24,6 +25,15 @@ const (
 	MaxIDBytes = 255
 )
 
+// denseLevels is how many levels, from the root down, keep their sums in
+// memory: a tree of depth D stores the 2^min(D, denseLevels) − 1 nodes of
+// levels 0..min(D, denseLevels)−1 (2 MiB at DefaultDepth) and one chunk
+// of entries per node of level min(D, denseLevels) (2^16 chunk headers,
+// 1.5 MiB). A node further down (at DefaultDepth, levels 16..21, 32
+// buckets or fewer) is summed from its chunk when asked. It is not part
+// of the wire contract: both sides may choose differently.
+const denseLevels = 16
+
 // Errors callers branch on.
 var (
 	ErrInvalidID    = errors.New("antientropy: invalid job id")
@@ -35,31 +45,45 @@ var (
 // Tree is the Merkle tree of one ledger (see the package doc): a
 // complete binary tree of the given depth whose leaves are buckets of
 // (job id, item hash) entries. Node n (heap order: root 1, children 2n
-// and 2n+1) at level L < depth stores the sum of the item hashes below
-// it; a leaf's hash is computed from its bucket when asked.
+// and 2n+1) at level L < min(depth, denseLevels) stores the sum of the
+// item hashes below it; a node further down is summed from the entries
+// of its chunk when asked.
 //
 // A Tree is not safe for concurrent mutation: Set, Delete need exclusive
 // access; Root, Hash, Items, Len and Answer only read and may run
 // concurrently with each other.
 type Tree struct {
-	depth   int
-	inner   []sum     // inner[n] for 1 ≤ n < 2^depth; inner[0] unused
-	buckets [][]entry // buckets[b], sorted by id
-	n       int       // jobs
+	depth int
+	top   int // min(depth, denseLevels): the level of the chunk nodes
+	// inner[n] for 1 ≤ n < 2^top is the sum of node n; inner[0] unused.
+	inner []sum
+	// chunks[k] holds the entries of the buckets below node 2^top + k,
+	// sorted by (bucket, id): those of buckets k<<(depth−top) up to
+	// (k+1)<<(depth−top).
+	chunks [][]entry
+	n      int // jobs
 }
 
+// entry is one job: 56 bytes, plus its id's bytes.
 type entry struct {
 	id string
 	h  sum
+	b  uint32 // bucket
 }
 
 // New returns an empty tree of the given depth (DefaultDepth in
 // production; tests use small ones).
-func New(depth int) (*Tree, error) {
+func New(depth int) (*Tree, error) { return newTree(depth, denseLevels) }
+
+// newTree returns an empty tree that stores the sums of its top dense
+// levels (tests use fewer than denseLevels to exercise the chunks at
+// small depths).
+func newTree(depth, dense int) (*Tree, error) {
 	if depth < MinDepth || depth > MaxDepth {
 		return nil, fmt.Errorf("%w: %d, want %d..%d", ErrInvalidDepth, depth, MinDepth, MaxDepth)
 	}
-	return &Tree{depth: depth, inner: make([]sum, 1<<depth), buckets: make([][]entry, 1<<depth)}, nil
+	top := max(1, min(depth, dense))
+	return &Tree{depth: depth, top: top, inner: make([]sum, 1<<top), chunks: make([][]entry, 1<<top)}, nil
 }
 
 // Depth returns the number of levels below the root.
@@ -75,21 +99,79 @@ func checkID(id string) error {
 	return nil
 }
 
-func search(es []entry, id string) (int, bool) {
-	return slices.BinarySearchFunc(es, id, func(e entry, id string) int { return strings.Compare(e.id, id) })
+// chunkOf returns the chunk of bucket b.
+func (t *Tree) chunkOf(b uint32) uint32 { return b >> (t.depth - t.top) }
+
+// search finds the entry (b, id) in es, sorted by (bucket, id).
+func search(es []entry, b uint32, id string) (int, bool) {
+	i, j := 0, len(es)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if e := &es[h]; e.b < b || (e.b == b && e.id < id) {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i, i < len(es) && es[i].b == b && es[i].id == id
+}
+
+// firstOf returns the index of the first entry of es in bucket b or after.
+func firstOf(es []entry, b uint32) int {
+	i, j := 0, len(es)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if es[h].b < b {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i
+}
+
+// insert inserts e at es[i]. A full chunk grows by a quarter (to its
+// allocation's size class), not double: chunks are many and small, so
+// the slack is what a job costs beyond its entry.
+func insert(es []entry, i int, e entry) []entry {
+	if len(es) < cap(es) {
+		es = es[:len(es)+1]
+		copy(es[i+1:], es[i:])
+		es[i] = e
+		return es
+	}
+	grown := slices.Grow([]entry(nil), len(es)+len(es)/4+1)
+	grown = append(grown, es[:i]...)
+	grown = append(grown, e)
+	return append(grown, es[i:]...)
+}
+
+// remove deletes es[i]; a chunk left at a quarter of its capacity is
+// copied into a smaller one, an empty one released.
+func remove(es []entry, i int) []entry {
+	es = slices.Delete(es, i, i+1) // clears the vacated entry
+	switch {
+	case len(es) == 0:
+		return nil
+	case cap(es) >= 16 && len(es) <= cap(es)/4:
+		return append(slices.Grow([]entry(nil), len(es)+len(es)/4+1), es...)
+	}
+	return es
 }
 
 // Set records the state digest of a job (fsm's JobState.Digest), adding
-// the job or replacing its previous digest. It costs one SHA-256 and
-// depth 256-bit additions.
+// the job or replacing its previous digest. It costs one SHA-256, a
+// binary search of the job's chunk and min(depth, denseLevels) 256-bit
+// additions.
 func (t *Tree) Set(id string, digest [32]byte) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
 	h := ItemHash(id, digest).sum()
 	b := BucketOf(id, t.depth)
-	es := t.buckets[b]
-	i, found := search(es, id)
+	k := t.chunkOf(b)
+	es := t.chunks[k]
+	i, found := search(es, b, id)
 	var delta sum
 	if found {
 		if es[i].h == h {
@@ -98,11 +180,11 @@ func (t *Tree) Set(id string, digest [32]byte) error {
 		delta = h.sub(es[i].h)
 		es[i].h = h
 	} else {
-		t.buckets[b] = slices.Insert(es, i, entry{id: id, h: h})
+		t.chunks[k] = insert(es, i, entry{id: id, h: h, b: b})
 		t.n++
 		delta = h
 	}
-	t.addPath(b, delta)
+	t.addPath(k, delta)
 	return nil
 }
 
@@ -112,22 +194,23 @@ func (t *Tree) Delete(id string) bool {
 		return false
 	}
 	b := BucketOf(id, t.depth)
-	es := t.buckets[b]
-	i, found := search(es, id)
+	k := t.chunkOf(b)
+	es := t.chunks[k]
+	i, found := search(es, b, id)
 	if !found {
 		return false
 	}
 	var zero sum
 	delta := zero.sub(es[i].h)
-	t.buckets[b] = slices.Delete(es, i, i+1)
+	t.chunks[k] = remove(es, i)
 	t.n--
-	t.addPath(b, delta)
+	t.addPath(k, delta)
 	return true
 }
 
-// addPath adds delta to every inner node above bucket b.
-func (t *Tree) addPath(b uint32, delta sum) {
-	for n := (uint32(1)<<t.depth + b) >> 1; n > 0; n >>= 1 {
+// addPath adds delta to every stored node above chunk k.
+func (t *Tree) addPath(k uint32, delta sum) {
+	for n := (uint32(1)<<t.top + k) >> 1; n > 0; n >>= 1 {
 		t.inner[n] = t.inner[n].add(delta)
 	}
 }
@@ -143,16 +226,34 @@ func (t *Tree) Hash(n uint32) (Hash, error) {
 	return t.node(n).hash(), nil
 }
 
+// node returns the sum of node n: stored above the chunk level, summed
+// from the entries below it (at most one chunk's) from there down.
 func (t *Tree) node(n uint32) sum {
-	if n < 1<<t.depth {
+	if n < 1<<t.top {
 		return t.inner[n]
 	}
-	return leafSum(t.buckets[n-1<<t.depth])
+	return leafSum(t.entries(n))
+}
+
+// entries returns the entries below node n, which must be at the chunk
+// level or below: a subslice of its chunk.
+func (t *Tree) entries(n uint32) []entry {
+	lo, hi := t.bucketRange(n)
+	es := t.chunks[t.chunkOf(lo)]
+	if level(n) == t.top {
+		return es
+	}
+	i := firstOf(es, lo)
+	j := i // a few entries: scan the ones about to be read anyway
+	for j < len(es) && es[j].b < hi {
+		j++
+	}
+	return es[i:j]
 }
 
 func leafSum(es []entry) (s sum) {
-	for _, e := range es {
-		s = s.add(e.h)
+	for i := range es {
+		s = s.add(es[i].h)
 	}
 	return s
 }
@@ -177,7 +278,7 @@ func (t *Tree) Items(b uint32) []Item {
 	if b>>t.depth != 0 {
 		return nil
 	}
-	return appendItems(nil, t.buckets[b])
+	return appendItems(nil, t.entries(1<<t.depth+b))
 }
 
 func appendItems(dst []Item, es []entry) []Item {
@@ -189,10 +290,10 @@ func appendItems(dst []Item, es []entry) []Item {
 
 // Clone returns a deep copy of t.
 func (t *Tree) Clone() *Tree {
-	c := &Tree{depth: t.depth, inner: slices.Clone(t.inner), buckets: make([][]entry, len(t.buckets)), n: t.n}
-	for b, es := range t.buckets {
+	c := &Tree{depth: t.depth, top: t.top, inner: slices.Clone(t.inner), chunks: make([][]entry, len(t.chunks)), n: t.n}
+	for k, es := range t.chunks {
 		if len(es) > 0 {
-			c.buckets[b] = slices.Clone(es)
+			c.chunks[k] = slices.Clone(es)
 		}
 	}
 	return c
@@ -200,59 +301,60 @@ func (t *Tree) Clone() *Tree {
 
 // Rebuild builds a tree from every job of a ledger (id and state digest),
 // as at start from the store. It is faster than Set per job: entries are
-// placed by a counting sort and each inner node is summed once.
+// counted per chunk, each chunk allocated once at its size and sorted,
+// and each stored node summed once.
 func Rebuild(depth int, jobs iter.Seq2[string, [32]byte]) (*Tree, error) {
-	t, err := New(depth)
+	return rebuild(depth, denseLevels, jobs)
+}
+
+func rebuild(depth, dense int, jobs iter.Seq2[string, [32]byte]) (*Tree, error) {
+	t, err := newTree(depth, dense)
 	if err != nil {
 		return nil, err
 	}
 	var all []entry
-	var bs []uint32
 	for id, digest := range jobs {
 		if err := checkID(id); err != nil {
 			return nil, err
 		}
-		all = append(all, entry{id: id, h: ItemHash(id, digest).sum()})
-		bs = append(bs, BucketOf(id, depth))
+		all = append(all, entry{id: id, h: ItemHash(id, digest).sum(), b: BucketOf(id, depth)})
 	}
-	// Counting sort by bucket into one backing array; each bucket is a
-	// full slice of it, so a later insert copies that bucket out.
-	start := make([]int, len(t.buckets)+1)
-	for _, b := range bs {
-		start[b+1]++
+	count := make([]int32, len(t.chunks))
+	for i := range all {
+		count[t.chunkOf(all[i].b)]++
 	}
-	for b := range t.buckets {
-		start[b+1] += start[b]
-	}
-	sorted := make([]entry, len(all))
-	next := slices.Clone(start[:len(t.buckets)])
-	for i, b := range bs {
-		sorted[next[b]] = all[i]
-		next[b]++
-	}
-	for b := range t.buckets {
-		es := sorted[start[b]:start[b+1]:start[b+1]]
-		if len(es) == 0 {
-			continue
+	for k, c := range count {
+		if c > 0 {
+			t.chunks[k] = slices.Grow([]entry(nil), int(c))
 		}
-		slices.SortFunc(es, func(x, y entry) int { return strings.Compare(x.id, y.id) })
+	}
+	for i := range all {
+		k := t.chunkOf(all[i].b)
+		t.chunks[k] = append(t.chunks[k], all[i])
+	}
+	for _, es := range t.chunks {
+		slices.SortFunc(es, func(x, y entry) int {
+			if c := cmp.Compare(x.b, y.b); c != 0 {
+				return c
+			}
+			return strings.Compare(x.id, y.id)
+		})
 		for i := 1; i < len(es); i++ {
 			if es[i].id == es[i-1].id {
 				return nil, fmt.Errorf("%w: %q", ErrDuplicateID, es[i].id)
 			}
 		}
-		t.buckets[b] = es
 	}
 	t.n = len(all)
 	t.sumAll()
 	return t, nil
 }
 
-// sumAll computes every inner node from the buckets, bottom up.
+// sumAll computes every stored node from the chunks, bottom up.
 func (t *Tree) sumAll() {
-	first := uint32(1) << (t.depth - 1) // first node of the level above the leaves
-	for n := first; n < 1<<t.depth; n++ {
-		t.inner[n] = leafSum(t.buckets[2*n-1<<t.depth]).add(leafSum(t.buckets[2*n+1-1<<t.depth]))
+	first := uint32(1) << (t.top - 1) // first node of the level above the chunks
+	for n := first; n < 1<<t.top; n++ {
+		t.inner[n] = leafSum(t.chunks[2*n-1<<t.top]).add(leafSum(t.chunks[2*n+1-1<<t.top]))
 	}
 	for n := first - 1; n > 0; n-- {
 		t.inner[n] = t.inner[2*n].add(t.inner[2*n+1])

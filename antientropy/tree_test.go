@@ -38,7 +38,9 @@ func TestTree_IncrementalEqualsRebuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed(t), 3))
 	for i := range 50 {
 		depth := 1 + r.IntN(10)
-		tr, err := New(depth)
+		// The incremental tree stores the sums of its top levels only
+		// (1 to all); the rebuilt one all of them (depth ≤ denseLevels).
+		tr, err := newTree(depth, 1+r.IntN(depth))
 		if err != nil {
 			t.Fatal(err)
 		}
