@@ -40,9 +40,10 @@ const (
 	// DefaultReconcileInterval is how often a leader's reconcilers look
 	// at the ledger when nothing wakes them sooner.
 	DefaultReconcileInterval = 250 * time.Millisecond
-	// DefaultAntiEntropyDepth is the Merkle tree's depth: 2^16 leaf
-	// buckets, a handful of jobs each at a few hundred thousand jobs.
-	DefaultAntiEntropyDepth = 16
+	// DefaultAntiEntropyDepth is the Merkle tree's depth: 2^21 leaf
+	// buckets, a handful of records each at 10M (an empty tree takes
+	// 3.5 MiB, each record about 92 bytes).
+	DefaultAntiEntropyDepth = antientropy.DefaultDepth
 	// DefaultBreakerCooldown is how long the forwarder's breaker stays
 	// open before one probe (DESIGN §4).
 	DefaultBreakerCooldown = 30 * time.Second
