@@ -126,3 +126,21 @@ func AllStateKeys(tx ReadTx, fn func(StateKey) error) error {
 	}
 	return tx.ForwardMarks(func(t string, _ uint64) error { return fn(StateKey{StateMark, t}) })
 }
+
+// RegionDigest is the SHA-256 of the canonical encoding of region's entry
+// of job s: what the region reported of the job (accepted, progress,
+// done, cancellation ack), as both the region's own ledger and the global
+// ledger fold it, in any order. Anti-entropy compares it between the two
+// (DESIGN §11, regional ↔ global). False if the job is not assigned to
+// region.
+func RegionDigest(s *JobState, region string) (Hash, bool, error) {
+	i := s.regionIndex(region)
+	if i < 0 {
+		return Hash{}, false, nil
+	}
+	b, err := encodeRecord(nil, "region", func(e *encoder) { e.regionState(&s.Regions[i]) })
+	if err != nil {
+		return Hash{}, false, err
+	}
+	return sha256.Sum256(b), true, nil
+}

@@ -37,8 +37,15 @@ type Checkpoint struct {
 	Records int
 }
 
+// DigestFunc is what a tree holds of record k: its tree id and digest,
+// false if the record does not belong in it.
+type DigestFunc func(tx fsm.ReadTx, k fsm.StateKey) (id string, digest fsm.Hash, ok bool, err error)
+
 // Tracker is one ledger's tree and checkpoints.
 type Tracker struct {
+	digest DigestFunc
+	keep   func(fsm.StateKey) bool // the kinds of record the tree holds
+
 	syncMu sync.Mutex                // serializes digesting the dirty set
 	dirty  map[fsm.StateKey]struct{} // changed since their last digest; under syncMu
 
@@ -48,13 +55,38 @@ type Tracker struct {
 	err  error        // a failed read; the tree is stale until Reset
 }
 
-// New returns a tracker over an empty tree of depth (Rebuild fills it).
+// New returns a tracker of the whole state (every record, by its
+// fsm.StateDigest) over an empty tree of depth; Rebuild fills it.
 func New(depth int) (*Tracker, error) {
+	return newTracker(depth, func(fsm.StateKey) bool { return true }, wholeState)
+}
+
+func wholeState(tx fsm.ReadTx, k fsm.StateKey) (string, fsm.Hash, bool, error) {
+	d, ok, err := fsm.StateDigest(tx, k)
+	return k.TreeID(), d, ok, err
+}
+
+// NewRegionView returns a tracker of what region reported of each job
+// assigned to it (fsm.RegionDigest), keyed by job id: the view the
+// region's ledger and the global ledger compare.
+func NewRegionView(depth int, region string) (*Tracker, error) {
+	return newTracker(depth, func(k fsm.StateKey) bool { return k.Kind == fsm.StateJob },
+		func(tx fsm.ReadTx, k fsm.StateKey) (string, fsm.Hash, bool, error) {
+			s, err := tx.Job(k.ID)
+			if err != nil || s == nil {
+				return k.ID, fsm.Hash{}, false, err
+			}
+			d, ok, err := fsm.RegionDigest(s, region)
+			return k.ID, d, ok, err
+		})
+}
+
+func newTracker(depth int, keep func(fsm.StateKey) bool, digest DigestFunc) (*Tracker, error) {
 	tree, err := antientropy.New(depth)
 	if err != nil {
 		return nil, err
 	}
-	return &Tracker{tree: tree, dirty: map[fsm.StateKey]struct{}{}}, nil
+	return &Tracker{digest: digest, keep: keep, tree: tree, dirty: map[fsm.StateKey]struct{}{}}, nil
 }
 
 // Applied implements fsm.Observer: it marks the keys dirty.
@@ -62,7 +94,9 @@ func (t *Tracker) Applied(_ uint64, keys []fsm.StateKey, _ func(func(fsm.ReadTx)
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	for _, k := range keys {
-		t.dirty[k] = struct{}{}
+		if t.keep(k) {
+			t.dirty[k] = struct{}{}
+		}
 	}
 }
 
@@ -95,20 +129,31 @@ func (t *Tracker) Reset(index uint64, rd func(func(fsm.ReadTx) error) error) {
 func (t *Tracker) Rebuild(index uint64, rd func(func(fsm.ReadTx) error) error) error {
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
+	if err := t.rebuildLocked(rd); err != nil {
+		return fmt.Errorf("ledgertree: rebuild at %d: %w", index, err)
+	}
+	return nil
+}
+
+// rebuildLocked is Rebuild with syncMu held.
+func (t *Tracker) rebuildLocked(rd func(func(fsm.ReadTx) error) error) error {
 	var ids []string
 	var digests []antientropy.Hash
 	err := rd(func(tx fsm.ReadTx) error {
 		return fsm.AllStateKeys(tx, func(k fsm.StateKey) error {
-			d, ok, err := fsm.StateDigest(tx, k)
+			if !t.keep(k) {
+				return nil
+			}
+			id, d, ok, err := t.digest(tx, k)
 			if err != nil || !ok {
 				return err
 			}
-			ids, digests = append(ids, k.TreeID()), append(digests, antientropy.Hash(d))
+			ids, digests = append(ids, id), append(digests, antientropy.Hash(d))
 			return nil
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("ledgertree: rebuild at %d: %w", index, err)
+		return err
 	}
 	tree, err := antientropy.Rebuild(t.tree.Depth(), func(yield func(string, [32]byte) bool) {
 		for i, id := range ids {
@@ -118,7 +163,7 @@ func (t *Tracker) Rebuild(index uint64, rd func(func(fsm.ReadTx) error) error) e
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("ledgertree: rebuild at %d: %w", index, err)
+		return err
 	}
 	clear(t.dirty)
 	t.mu.Lock()
@@ -149,11 +194,11 @@ func (t *Tracker) syncLocked(rd func(func(fsm.ReadTx) error) error) error {
 	changes := make([]change, 0, len(t.dirty))
 	err := rd(func(tx fsm.ReadTx) error {
 		for k := range t.dirty {
-			d, ok, err := fsm.StateDigest(tx, k)
+			id, d, ok, err := t.digest(tx, k)
 			if err != nil {
 				return err
 			}
-			changes = append(changes, change{id: k.TreeID(), digest: antientropy.Hash(d), gone: !ok})
+			changes = append(changes, change{id: id, digest: antientropy.Hash(d), gone: !ok})
 		}
 		return nil
 	})
