@@ -26,6 +26,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/peer"
+	"github.com/strata-ledger/strata/cluster/regionsync"
 	"github.com/strata-ledger/strata/cluster/replica"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
@@ -92,6 +93,11 @@ type Node struct {
 
 	tree    *ledgertree.Tracker // the ledger's Merkle tree and checkpoints (wire_replica.go)
 	replica *replica.Checker    // is this ledger the one its group holds?
+	// The regional ↔ global view (wire_regionsync.go): a gate's per
+	// region, a manager's of its region and its syncer.
+	regionViews *ledgertree.Regions
+	regionView  *ledgertree.Tracker
+	regionSync  *regionsync.Syncer
 
 	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
 
@@ -178,6 +184,9 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
 	n.bg.Go(func() { n.replica.Run(n.ctx) })
+	if n.regionSync != nil {
+		n.bg.Go(func() { n.regionSync.Run(n.ctx) })
+	}
 	if n.role.gate {
 		cc, err := chaincheck.New(n.ledger, cfg.ChainVerifyInterval, n.log.With("component", "chain-check"), n.reg)
 		if err != nil {
@@ -217,10 +226,11 @@ func (n *Node) openClockAndLedger() error {
 	if why := n.store.Rebuilt(); why != "" {
 		n.log.Warn("ledger store rebuilt from raft", "reason", why)
 	}
-	if n.tree, err = ledgertree.New(n.cfg.AntiEntropyDepth); err != nil {
+	obs, err := n.newTrees()
+	if err != nil {
 		return err
 	}
-	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: n.tree}); err != nil {
+	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs}); err != nil {
 		return err
 	}
 	if err = n.buildTree(); err != nil {
@@ -306,7 +316,10 @@ func (n *Node) openPipeline() error {
 		return err
 	}
 	n.bg.Go(n.watchLeader)
-	return n.newReplicaCheck()
+	if err := n.newReplicaCheck(); err != nil {
+		return err
+	}
+	return n.newRegionSync()
 }
 
 // watchLeader tells the pipeline of every leader change Raft observes, so

@@ -65,7 +65,7 @@ func TestReplicaCheck_AlteredStoreIsFoundAtStart(t *testing.T) {
 	// It finds its ledger divergent, rebuilds it from the leader's
 	// snapshot, checks again and only then reports ready.
 	c.waitReady(victim)
-	if v := testkit.MetricValue(t, n.reg, "strata_antientropy_repairs_total"); v < 1 {
+	if v := testkit.MetricValue(t, n.reg, "strata_antientropy_repairs_total", "kind", "replica"); v < 1 {
 		t.Fatalf("ready without a repair: strata_antientropy_repairs_total = %v", v)
 	}
 	if v := testkit.MetricValue(t, n.reg, "strata_antientropy_divergent_replicas"); v != 0 {
@@ -91,7 +91,7 @@ func TestReplicaCheck_AlteredStoreIsFoundAtStart(t *testing.T) {
 		if r := c.call(id, "GET", "/readyz", "", nil); r.status != http.StatusOK {
 			t.Fatalf("%s, undamaged: %d %s", id, r.status, r.body)
 		}
-		if v := testkit.MetricValue(t, c.node(id).reg, "strata_antientropy_repairs_total"); v != 0 {
+		if v := testkit.MetricValue(t, c.node(id).reg, "strata_antientropy_repairs_total", "kind", "replica"); v != 0 {
 			t.Fatalf("%s, undamaged, repaired itself", id)
 		}
 	}
@@ -148,7 +148,7 @@ func TestReplicaCheck_EditedManagerStoreIsRebuilt(t *testing.T) {
 
 	n := c.start(victim)
 	c.waitReady(victim)
-	if v := testkit.MetricValue(t, n.reg, "strata_antientropy_repairs_total"); v < 1 {
+	if v := testkit.MetricValue(t, n.reg, "strata_antientropy_repairs_total", "kind", "replica"); v < 1 {
 		t.Fatalf("ready without a repair: strata_antientropy_repairs_total = %v", v)
 	}
 	got, err := n.ledger.Workers()

@@ -9,19 +9,48 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/peer"
+	"github.com/strata-ledger/strata/cluster/regionsync"
 	"github.com/strata-ledger/strata/cluster/replica"
 	"github.com/strata-ledger/strata/fsm"
 )
 
-// buildTree builds the ledger's Merkle tree from the store before Raft
-// applies anything (DESIGN §11): the replica check compares it with the
-// group's, so a store damaged while the node was down is found.
+// newTrees makes the ledger's trees, before the ledger (they observe
+// it): the whole state's (the replica check), and the regional ↔ global
+// view (a gate's per region, a manager's of its region).
+func (n *Node) newTrees() (fsm.Observer, error) {
+	var err error
+	if n.tree, err = ledgertree.New(n.cfg.AntiEntropyDepth); err != nil {
+		return nil, err
+	}
+	if n.role.gate {
+		n.regionViews = ledgertree.NewRegions(n.cfg.AntiEntropyDepth, nil)
+		return ledgertree.Observers{n.tree, n.regionViews}, nil
+	}
+	if n.regionView, err = ledgertree.NewRegionView(n.cfg.AntiEntropyDepth, n.cfg.Region); err != nil {
+		return nil, err
+	}
+	return ledgertree.Observers{n.tree, n.regionView}, nil
+}
+
+// buildTree builds the ledger's Merkle trees from the store before Raft
+// applies anything (DESIGN §11): the replica check compares the first
+// with the group's, so a store damaged while the node was down is found.
+// A gate's region views are built when a region is first compared.
 func (n *Node) buildTree() error {
 	start := time.Now()
 	if err := n.tree.Rebuild(n.ledger.AppliedIndex(), n.ledger.View); err != nil {
 		return err
+	}
+	if n.regionViews != nil {
+		n.regionViews.SetView(n.ledger.View)
+	}
+	if n.regionView != nil {
+		if err := n.regionView.Rebuild(n.ledger.AppliedIndex(), n.ledger.View); err != nil {
+			return err
+		}
 	}
 	n.log.Info("anti-entropy tree built from the ledger", "applied", n.ledger.AppliedIndex(),
 		"depth", n.cfg.AntiEntropyDepth, "took", time.Since(start))
@@ -165,5 +194,9 @@ func (r internalRoutes) Routes() map[string]http.HandlerFunc {
 	routes := r.Peers.Routes()
 	routes[replica.CheckpointsPath] = r.n.replica.Handler
 	routes[SnapshotPath] = r.n.handleSnapshot
+	if r.n.regionViews != nil {
+		a := &regionsync.Answerer{Regions: r.n.regionViews, View: r.n.ledger.View, ClusterToken: r.n.cfg.ClusterToken}
+		routes[regionsync.CompareAnswerPath] = a.Handler
+	}
 	return routes
 }
