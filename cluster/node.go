@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/strata-ledger/strata/antientropy/ledgertree"
+	"github.com/strata-ledger/strata/cluster/aestatus"
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/chaincheck"
 	"github.com/strata-ledger/strata/cluster/commit"
@@ -98,6 +99,7 @@ type Node struct {
 	regionViews *ledgertree.Regions
 	regionView  *ledgertree.Tracker
 	regionSync  *regionsync.Syncer
+	ae          *aestatus.Gatherer // GET /v1/cluster/antientropy
 
 	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
 
@@ -319,7 +321,10 @@ func (n *Node) openPipeline() error {
 	if err := n.newReplicaCheck(); err != nil {
 		return err
 	}
-	return n.newRegionSync()
+	if err := n.newRegionSync(); err != nil {
+		return err
+	}
+	return n.newAEStatus()
 }
 
 // watchLeader tells the pipeline of every leader change Raft observes, so
@@ -546,7 +551,7 @@ func (n *Node) startAPI() error {
 		MaxStaleness: n.cfg.MaxStaleness, SessionWait: n.cfg.SessionWait, WorkerAckWindow: n.cfg.WorkerAckWindow,
 		EnableFaultInjection: n.cfg.EnableFaultInjection, ClusterToken: n.cfg.ClusterToken,
 		Auth: n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
-		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, LedgerCheck: n.replica.NotReady, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
+		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 	})
 	if err != nil {

@@ -84,4 +84,32 @@ func TestRegionSync_LostReportsAreFoundAndSentAgain(t *testing.T) {
 	if err != nil || s.Events != 3 {
 		t.Fatalf("the global job holds %d events (JobCreated and the two reports, once each): %v", s.Events, err)
 	}
+
+	// The API: a run from any node (a manager forwards it to a gate)
+	// answers once the region's round is done, with every pair.
+	r = c.call("m2", "POST", "/v1/cluster/antientropy/run", testAdminToken, nil)
+	var ae api.AntiEntropyStatus
+	r.decode(t, &ae)
+	if r.status != http.StatusOK {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	kinds := map[string]api.AntiEntropyPair{}
+	for _, p := range ae.Pairs {
+		kinds[p.Kind+"/"+p.Group] = p
+	}
+	rg, ok := kinds["regional-global/use1"]
+	if !ok || rg.Rounds <= last.Rounds || !rg.RootsEqual || rg.Differences != 0 {
+		t.Fatalf("regional-global pair after a run: %+v (%s)", rg, r.body)
+	}
+	for _, g := range []string{"replica/global", "replica/use1"} {
+		if p, ok := kinds[g]; !ok || !p.RootsEqual {
+			t.Fatalf("%s: %+v (%s)", g, p, r.body)
+		}
+	}
+	if len(ae.DivergentReplicas) != 0 || len(ae.Unreachable) != 0 {
+		t.Fatalf("divergent %v, unreachable %v", ae.DivergentReplicas, ae.Unreachable)
+	}
+	if r := c.call("g2", "GET", "/v1/cluster/antientropy", testAcmeToken, nil); r.status != http.StatusForbidden {
+		t.Fatalf("status with a tenant token: %d", r.status)
+	}
 }

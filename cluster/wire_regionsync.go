@@ -3,8 +3,11 @@ package cluster
 import (
 	"context"
 
+	"github.com/strata-ledger/strata/cluster/aestatus"
 	"github.com/strata-ledger/strata/cluster/group"
+	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/regionsync"
+	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
 )
 
@@ -43,4 +46,70 @@ func (n *Node) compareGate() string {
 		other = m.Meta.APIAddr
 	}
 	return other
+}
+
+// newAEStatus wires the gatherer of GET /v1/cluster/antientropy: every
+// node reports itself; a gate gathers its region's managers and one gate
+// of every other region.
+func (n *Node) newAEStatus() error {
+	cfg := aestatus.Config{Self: n.aeSelf, Client: n.peers.HTTPClient(), ClusterToken: n.cfg.ClusterToken}
+	if n.role.gate {
+		cfg.Managers, cfg.RegionGates = n.regionManagers, n.otherRegionGates
+	}
+	var err error
+	n.ae, err = aestatus.New(cfg)
+	return err
+}
+
+// aeSelf is this node's anti-entropy report; run has a region's leader
+// run a regional ↔ global round first.
+func (n *Node) aeSelf(ctx context.Context, run bool) api.AntiEntropyNode {
+	v := n.replica.Verdict()
+	out := api.AntiEntropyNode{Node: n.cfg.NodeID, Group: n.role.group, Region: n.cfg.Region, Leader: n.raft.IsLeader(),
+		Replica: v.State.String(), Reason: v.Reason}
+	if n.regionSync == nil {
+		return out
+	}
+	if run && out.Leader {
+		_, _ = n.regionSync.Round(ctx) // its error is in the status
+	}
+	if st := n.regionSync.Status(); st.Rounds > 0 {
+		out.Regional = &api.AntiEntropyPair{Kind: api.AntiEntropyRegionalGlobal, Region: st.Region, Group: st.Region,
+			LastRound: st.LastRound, Rounds: st.Rounds, RootsEqual: st.RootsEqual, Differences: st.Differences,
+			Repaired: st.Repaired, Bytes: st.Bytes, DurationMs: st.DurationMs, Error: st.Error}
+	}
+	return out
+}
+
+// regionManagers are the managers of this node's region gossip knows.
+func (n *Node) regionManagers() []aestatus.Peer {
+	var out []aestatus.Peer
+	for _, m := range n.members.Members() {
+		if m.Meta.Role == gossip.RoleManager && m.Meta.Region == n.cfg.Region && m.Meta.APIAddr != "" {
+			out = append(out, aestatus.Peer{ID: m.Meta.NodeID, APIAddr: m.Meta.APIAddr})
+		}
+	}
+	return out
+}
+
+// otherRegionGates is one gate of every other region gossip knows.
+func (n *Node) otherRegionGates() []aestatus.Peer {
+	seen := map[string]bool{n.cfg.Region: true}
+	var out []aestatus.Peer
+	for _, m := range n.members.Members() {
+		if m.Meta.Role == gossip.RoleGate && !seen[m.Meta.Region] && m.Meta.APIAddr != "" {
+			seen[m.Meta.Region] = true
+			out = append(out, aestatus.Peer{ID: m.Meta.NodeID, APIAddr: m.Meta.APIAddr})
+		}
+	}
+	return out
+}
+
+// antiEntropyAPI is the gatherer for the API on gates, nil on managers
+// (which forward the calls to a gate).
+func (n *Node) antiEntropyAPI() httpapi.AntiEntropy {
+	if !n.role.gate {
+		return nil
+	}
+	return n.ae
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/antientropy/ledgertree"
+	"github.com/strata-ledger/strata/cluster/aestatus"
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/cluster/regionsync"
@@ -194,9 +195,11 @@ func (r internalRoutes) Routes() map[string]http.HandlerFunc {
 	routes := r.Peers.Routes()
 	routes[replica.CheckpointsPath] = r.n.replica.Handler
 	routes[SnapshotPath] = r.n.handleSnapshot
+	routes[aestatus.NodePath] = r.n.ae.NodeHandler
 	if r.n.regionViews != nil {
 		a := &regionsync.Answerer{Regions: r.n.regionViews, View: r.n.ledger.View, ClusterToken: r.n.cfg.ClusterToken}
 		routes[regionsync.CompareAnswerPath] = a.Handler
+		routes[aestatus.RegionPath] = r.n.ae.RegionHandler
 	}
 	return routes
 }

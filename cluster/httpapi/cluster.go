@@ -216,3 +216,20 @@ func (sv *Server) answerChange(w http.ResponseWriter) func(index uint64, err err
 		httpx.WriteJSON(w, http.StatusOK, api.OperatorResponse{Group: sv.cfg.Group, Leader: sv.cfg.Consensus.Leader().ID, Index: index})
 	}
 }
+
+// handleAntiEntropy answers GET /v1/cluster/antientropy and POST
+// /v1/cluster/antientropy/run (which has every region's leader run a
+// round first and answers when they are done) for the whole cluster.
+func (sv *Server) handleAntiEntropy(w http.ResponseWriter, r *http.Request, _ *call) {
+	if sv.cfg.AntiEntropy == nil {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
+			Message: "anti-entropy status is gathered by gates"})
+		return
+	}
+	st, err := sv.cfg.AntiEntropy.Status(r.Context(), r.Method == http.MethodPost)
+	if err != nil {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: err.Error()})
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, st)
+}

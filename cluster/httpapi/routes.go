@@ -85,6 +85,8 @@ func (sv *Server) routes() http.Handler {
 	handle("/v1/cluster/raft/join", route{"POST": g(operator, sv.handleJoin)})
 	handle("/v1/cluster/raft/peers/{id}", route{"DELETE": g(operator, sv.handleRemovePeer)})
 	handle("/v1/cluster/raft/transfer-leadership", route{"POST": g(operator, sv.handleTransfer)})
+	handle("/v1/cluster/antientropy", route{"GET": g(rule{access: operatorOnly, home: gates}, sv.handleAntiEntropy)})
+	handle("/v1/cluster/antientropy/run", route{"POST": g(rule{access: operatorOnly, home: gates}, sv.handleAntiEntropy)})
 	if sv.cfg.EnableFaultInjection {
 		faults := plain(faultnet.Handler(sv.cfg.Faults).ServeHTTP)
 		handle("/v1/debug/faults", route{"GET": g(operator, faults), "PUT": g(operator, faults)})

@@ -116,6 +116,12 @@ type Members interface {
 	Lookup(nodeID string) (members.Member, bool)
 }
 
+// AntiEntropy is the cluster's anti-entropy status as a gate gathers it;
+// run has every region's leader run a round first.
+type AntiEntropy interface {
+	Status(ctx context.Context, run bool) (api.AntiEntropyStatus, error)
+}
+
 // Peers are the node-to-node calls: their client (to forward a client's
 // call) and their internal routes.
 type Peers interface {
@@ -175,6 +181,9 @@ type Config struct {
 	Logger   *slog.Logger
 	// Closing reports that the node is shutting down (/readyz).
 	Closing func() bool
+	// AntiEntropy gathers the cluster's anti-entropy status (gates; nil
+	// on managers, which forward the calls to a gate).
+	AntiEntropy AntiEntropy
 	// LedgerCheck, if set, says why this node's ledger must not be
 	// served ("" when it may): not yet checked against its group, or
 	// found divergent (cluster/replica). /readyz fails and reads are

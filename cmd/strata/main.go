@@ -66,6 +66,7 @@ func newRootCmd() *cobra.Command {
 		newWorkerCmd(),
 		newJobCmd(),
 		newChainCmd(),
+		newAntiEntropyCmd(),
 		newMembersCmd(),
 		newRaftCmd(),
 		newBenchCmd(),
