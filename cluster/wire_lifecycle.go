@@ -15,8 +15,13 @@ import (
 // at call time; Run starts only once StartNode opened everything.
 func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
 	w := lifecycleWiring{n}
+	var lose func(*fsm.Event) bool
+	if n.cfg.EnableFaultInjection {
+		lose = func(e *fsm.Event) bool { return n.faults != nil && n.faults.LosesForwarded(e.JobID) }
+	}
 	return lifecycle.New(lifecycle.Config{
-		NodeID: n.cfg.NodeID, Region: n.cfg.Region, Global: n.role.gate, Group: n.role.group, GlobalGroup: GlobalGroup,
+		LoseForwarded: lose,
+		NodeID:        n.cfg.NodeID, Region: n.cfg.Region, Global: n.role.gate, Group: n.role.group, GlobalGroup: GlobalGroup,
 		Store: n.store, Positions: n.ledger, Submitter: w, Deliverer: w, Leadership: w, Applied: n.applied,
 		Stamper: n.stamper, Now: time.Now, Logger: n.log, Registerer: n.reg,
 		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -159,14 +160,17 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 		return f.l.cfg.ReconcileInterval, err
 	}
 	sent := chunks[0]
-	batch, err := fsm.EncodeBatch(sent)
-	if err == nil {
-		dctx, cancel := context.WithTimeout(ctx, forwardAttemptTimeout)
-		var results []fsm.Result
-		results, err = f.l.cfg.Deliverer.Deliver(dctx, f.l.cfg.GlobalGroup, batch)
-		cancel()
-		if err == nil {
-			f.logRejections(sent, results)
+	deliver := f.lose(sent)
+	if len(deliver) > 0 {
+		var batch []byte
+		if batch, err = fsm.EncodeBatch(deliver); err == nil {
+			dctx, cancel := context.WithTimeout(ctx, forwardAttemptTimeout)
+			var results []fsm.Result
+			results, err = f.l.cfg.Deliverer.Deliver(dctx, f.l.cfg.GlobalGroup, batch)
+			cancel()
+			if err == nil {
+				f.logRejections(deliver, results)
+			}
 		}
 	}
 	if err != nil {
@@ -183,6 +187,18 @@ func (f *forwarder) step(ctx context.Context) (time.Duration, error) {
 	f.m.forwarded.Add(float64(len(sent)))
 	f.sent(len(sent))
 	return 0, f.mark(ctx, now, true)
+}
+
+// lose drops the events fault injection says to lose (Config.LoseForwarded).
+func (f *forwarder) lose(sent []fsm.Event) []fsm.Event {
+	if f.l.cfg.LoseForwarded == nil {
+		return sent
+	}
+	kept := slices.DeleteFunc(slices.Clone(sent), func(e fsm.Event) bool { return f.l.cfg.LoseForwarded(&e) })
+	if n := len(sent) - len(kept); n > 0 {
+		f.l.log.Warn("fault injection: the forwarder lost events on their way to the gates", "events", n)
+	}
+	return kept
 }
 
 // fill reads events past each tenant's read position into the queue, up

@@ -87,6 +87,12 @@ type Config struct {
 	// the wiring passes it, so the name has one definition). Managers only.
 	GlobalGroup string
 
+	// LoseForwarded, if set, is fault injection (enable_fault_injection
+	// only): the forwarder loses the events it says, as if a batch never
+	// reached the gates, and advances its position anyway; anti-entropy
+	// must find and repair the loss.
+	LoseForwarded func(*fsm.Event) bool
+
 	Store      Store
 	Positions  Positions // managers only
 	Submitter  Submitter

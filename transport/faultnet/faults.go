@@ -22,6 +22,9 @@ type Faults struct {
 	// rules is an immutable snapshot read lock-free on every write; changes
 	// build a new one under mu.
 	rules atomic.Pointer[ruleSet]
+	// loseJobs are the jobs whose events a regional forwarder loses on
+	// their way to the gates (Rules.ForwarderLoseJobs); nil: none.
+	loseJobs atomic.Pointer[map[string]bool]
 
 	mu    sync.Mutex
 	conns map[string]map[*Conn]struct{} // live connections per peer key
@@ -53,6 +56,24 @@ type PeerRule struct {
 type Rules struct {
 	WANLatency Duration   `json:"wan_latency"`
 	Peers      []PeerRule `json:"peers"`
+	// ForwarderLoseJobs: this node's regional forwarder loses these jobs'
+	// events on their way to the gates, and advances its position as if
+	// they had arrived (anti-entropy's test: DESIGN §11). At most
+	// MaxLoseJobs ids.
+	ForwarderLoseJobs []string `json:"forwarder_lose_jobs,omitempty"`
+}
+
+// MaxLoseJobs bounds Rules.ForwarderLoseJobs; maxLoseJobBytes bounds one
+// id (fsm.MaxJobIDBytes).
+const (
+	MaxLoseJobs     = 1024
+	maxLoseJobBytes = 96
+)
+
+// LosesForwarded reports whether the forwarder loses jobID's events.
+func (f *Faults) LosesForwarded(jobID string) bool {
+	m := f.loseJobs.Load()
+	return m != nil && (*m)[jobID]
 }
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
@@ -189,6 +210,12 @@ func (f *Faults) Rules() Rules {
 		out.Peers = append(out.Peers, r)
 	}
 	slices.SortFunc(out.Peers, func(a, b PeerRule) int { return strings.Compare(a.Peer, b.Peer) })
+	if m := f.loseJobs.Load(); m != nil {
+		for id := range *m {
+			out.ForwarderLoseJobs = append(out.ForwarderLoseJobs, id)
+		}
+		slices.Sort(out.ForwarderLoseJobs)
+	}
 	return out
 }
 
@@ -198,6 +225,19 @@ func (f *Faults) Rules() Rules {
 func (f *Faults) Replace(r Rules) error {
 	if err := checkDuration("wan latency", time.Duration(r.WANLatency)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRule, err)
+	}
+	if len(r.ForwarderLoseJobs) > MaxLoseJobs {
+		return fmt.Errorf("%w: %d forwarder_lose_jobs, limit %d", ErrInvalidRule, len(r.ForwarderLoseJobs), MaxLoseJobs)
+	}
+	var lose map[string]bool
+	for _, id := range r.ForwarderLoseJobs {
+		if id == "" || len(id) > maxLoseJobBytes {
+			return fmt.Errorf("%w: forwarder_lose_jobs: job id of %d bytes, want 1..%d", ErrInvalidRule, len(id), maxLoseJobBytes)
+		}
+		if lose == nil {
+			lose = map[string]bool{}
+		}
+		lose[id] = true
 	}
 	peers := make(map[string]PeerRule, len(r.Peers))
 	for _, pr := range r.Peers {
@@ -214,6 +254,11 @@ func (f *Faults) Replace(r Rules) error {
 	}
 	f.mu.Lock()
 	f.rules.Store(newRuleSet(peers, time.Duration(r.WANLatency)))
+	if lose == nil {
+		f.loseJobs.Store(nil)
+	} else {
+		f.loseJobs.Store(&lose)
+	}
 	var cut []*Conn
 	for key, pr := range peers {
 		if pr.Partitioned {
@@ -225,7 +270,8 @@ func (f *Faults) Replace(r Rules) error {
 		c.cut()
 	}
 	f.metrics.cutConns.Add(float64(len(cut)))
-	f.log.Info("fault: replace rules", "peers", len(peers), "wan_latency", time.Duration(r.WANLatency), "connections_cut", len(cut))
+	f.log.Info("fault: replace rules", "peers", len(peers), "wan_latency", time.Duration(r.WANLatency), "connections_cut", len(cut),
+		"forwarder_lose_jobs", len(lose))
 	return nil
 }
 
