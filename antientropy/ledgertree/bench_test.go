@@ -8,6 +8,7 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
+	"github.com/strata-ledger/strata/fsm/memstore"
 )
 
 // BenchmarkLedgerApply is fsm/boltstore's BenchmarkLedgerApply/batch=1000
@@ -72,6 +73,38 @@ func BenchmarkLedgerApply(b *testing.B) {
 			b.StopTimer()
 			done()
 			b.ReportMetric(float64(batches*size)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkRebuild measures building a ledger's trees from its store, as
+// a node does at start: the whole-state tree and a region view, over a
+// memstore ledger of 1M jobs (the store's read cost is memstore's).
+func BenchmarkRebuild(b *testing.B) {
+	const jobs = 1_000_000
+	led, err := fsm.New(fsm.Config{Store: memstore.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	createJobs(b, jobs, led)
+	for _, tc := range []struct {
+		name string
+		make func() (*Tracker, error)
+	}{
+		{"tree=state", func() (*Tracker, error) { return New(antientropy.DefaultDepth) }},
+		{"tree=region", func() (*Tracker, error) { return NewRegionView(antientropy.DefaultDepth, "use1") }},
+	} {
+		b.Run(tc.name+"/jobs=1000000", func(b *testing.B) {
+			for b.Loop() {
+				tr, err := tc.make()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tr.Rebuild(led.AppliedIndex(), led.View); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(jobs)/(b.Elapsed().Seconds()/float64(b.N)), "jobs/s")
 		})
 	}
 }

@@ -97,3 +97,72 @@ func diff(t *testing.T, a *Tracker, aled *fsm.Ledger, b *Tracker, bled *fsm.Ledg
 	})
 	return out
 }
+
+// Two equal ledgers of 100,000 jobs compare in one round trip: the roots
+// alone (issue 13: bytes grow with the differences, not the ledger).
+func TestRegionView_EqualLedgersOf100kJobsExchangeOnlyTheRoots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k jobs")
+	}
+	const jobs = 100_000
+	var leds [2]*fsm.Ledger
+	var views [2]*Tracker
+	for i := range leds {
+		var err error
+		if views[i], err = NewRegionView(antientropy.DefaultDepth, "use1"); err != nil {
+			t.Fatal(err)
+		}
+		if leds[i], err = fsm.New(fsm.Config{Store: memstore.New(), Observer: views[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createJobs(t, jobs, leds[:]...)
+	for i := range views {
+		if err := views[i].Sync(leds[i].View); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = views[0].Read(func(a *antientropy.Tree) error {
+		return views[1].Read(func(b *antientropy.Tree) error {
+			if a.Len() != jobs {
+				t.Fatalf("%d jobs in the view", a.Len())
+			}
+			c := antientropy.NewCompare(a)
+			req := c.Start()
+			page, err := antientropy.Answer(b, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qb, _ := req.MarshalBinary()
+			pb, _ := page.MarshalBinary()
+			if _, done, err := c.Step(page); err != nil || !done || len(c.Differences()) != 0 {
+				t.Fatalf("equal ledgers: done %v, differences %v, %v", done, c.Differences(), err)
+			}
+			t.Logf("100,000 equal jobs: 1 round trip, %d bytes", len(qb)+len(pb))
+			if len(qb)+len(pb) > 128 {
+				t.Fatalf("%d bytes for the roots", len(qb)+len(pb))
+			}
+			return nil
+		})
+	})
+}
+
+// createJobs applies n JobCreated events (jobs assigned to use1) to every
+// ledger, 1,000 an entry.
+func createJobs(t testing.TB, n int, leds ...*fsm.Ledger) {
+	t.Helper()
+	const batch = 1_000
+	evs := make([]fsm.Event, 0, batch)
+	for first := 0; first < n; first += batch {
+		evs = evs[:0]
+		for k := first; k < min(first+batch, n); k++ {
+			j := fsmtest.NewJob(fmt.Sprintf("use1-1700000000000-g%d-%05d", k/fsm.MaxJobSeq, k%fsm.MaxJobSeq+1), "acme", uint64(k)*10, "use1")
+			evs = append(evs, j.Created())
+		}
+		for _, led := range leds {
+			if _, err := led.Apply(uint64(first/batch+1), append([]fsm.Event(nil), evs...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
