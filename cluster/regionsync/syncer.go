@@ -23,6 +23,8 @@ import (
 const (
 	// DefaultInterval is how often a region's leader runs a round.
 	DefaultInterval = 30 * time.Second
+	// RoundTimeout bounds one round: both comparisons and the repairs.
+	RoundTimeout = 2 * time.Minute
 	// MaxRepairsPerRound bounds the jobs one round sends again, so a
 	// round's work is bounded whatever the divergence; the next round
 	// takes the rest.
@@ -152,6 +154,8 @@ func (s *Syncer) Run(ctx context.Context) {
 func (s *Syncer) Round(ctx context.Context) (Status, error) {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, RoundTimeout)
+	defer cancel()
 	start := time.Now()
 	st := Status{Region: s.cfg.Region, LastRound: start}
 	diffs, n, err := s.compare(ctx)
