@@ -68,6 +68,8 @@ func (sv *Server) routes() http.Handler {
 	handle("/v1/events:batch", route{"POST": g(rule{access: anyToken, body: true}, sv.handleEventsBatch)})
 	handle("/v1/jobs/{id}/workflows", route{"GET": g(regional, sv.handleJobWorkflows)})
 	handle("/v1/chain/verify", route{"GET": g(jobRead, sv.handleVerifyChain)})
+	handle("/v1/export", route{"GET": g(jobRead, sv.handleExport)})
+	handle("/v1/import", route{"POST": g(rule{access: operatorOnly, home: gates}, sv.handleImport)})
 	handle("/v1/writes/{node}/{lsn}", route{"GET": g(token, sv.handleWriteStatus)})
 
 	handle("/v1/workers", route{"POST": g(worker, sv.handleRegisterWorker)})

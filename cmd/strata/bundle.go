@@ -23,9 +23,10 @@ import (
 func newBundleCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bundle",
-		Short: "Offline audit bundles: verify, merge, convert to NDJSON, make signing keys (no cluster needed)",
+		Short: "Audit bundles: export from and import into a cluster; verify, merge, convert to NDJSON and make signing keys offline",
 	}
-	cmd.AddCommand(newBundleKeygenCmd(), newBundleVerifyCmd(), newBundleMergeCmd(), newBundleNDJSONCmd())
+	cmd.AddCommand(newBundleKeygenCmd(), newBundleVerifyCmd(), newBundleMergeCmd(), newBundleNDJSONCmd(),
+		newBundleExportCmd(), newBundleImportCmd())
 	return cmd
 }
 

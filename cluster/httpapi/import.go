@@ -1,0 +1,203 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/strata-ledger/strata/bundle"
+	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// POST /v1/import[?verify_only=true][&force=true] (issue 15, operator): a
+// bundle (GET /v1/export, strata bundle merge) verified, then applied
+// through the ledger's normal idempotent apply in HLC total order. The
+// body streams to a temporary file (at most MaxImportBytes) and is read
+// twice: verified whole, then applied. Before anything is applied every
+// event is checked against the ledger: one the ledger holds with other
+// content is a body conflict (409, naming it) and nothing of the bundle
+// is applied; one it holds the same is a duplicate. force skips a
+// manifest or signature failure, never a broken entry or a conflict.
+
+const (
+	// MaxImportBytes bounds one import's body.
+	MaxImportBytes = 256 << 20
+	// MaxImportEvents bounds the events of one import: they are sorted in
+	// memory before they are applied.
+	MaxImportEvents = 100_000
+	// importBatchEvents is the events one pipeline submit of an import
+	// carries.
+	importBatchEvents = 500
+	// maxImportDuration bounds reading and applying one import.
+	maxImportDuration = 30 * time.Minute
+)
+
+func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) {
+	q := r.URL.Query()
+	verifyOnly, err1 := parseBoolParam(q.Get("verify_only"))
+	force, err2 := parseBoolParam(q.Get("force"))
+	if err := errors.Join(err1, err2); err != nil {
+		httpx.WriteError(w, httpx.BadRequest("%v", err))
+		return
+	}
+	// A bundle takes longer than an ordinary body to arrive and apply.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(maxImportDuration))
+	sv.extendWriteDeadline(w, maxImportDuration)
+	f, size, err := spoolBody(r, MaxImportBytes)
+	if f != nil {
+		defer os.Remove(f.Name())
+		defer f.Close()
+	}
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	var events []fsm.Event
+	rep, verr := bundle.Verify(io.NewSectionReader(f, 0, size), bundle.VerifyConfig{OnEntry: func(e *bundle.Entry) error {
+		if len(events) == MaxImportEvents {
+			return &httpx.APIError{Status: http.StatusRequestEntityTooLarge, Code: httpx.CodeTooLarge,
+				Message: fmt.Sprintf("a bundle of more than %d events: import it in parts", MaxImportEvents),
+				Details: map[string]any{"limit": MaxImportEvents}}
+		}
+		events = append(events, e.Stored.Event)
+		return nil
+	}})
+	out := api.ImportResponse{Tenant: rep.Manifest.Tenant, BundleID: rep.Manifest.BundleID, Entries: rep.Entries, Signers: rep.Signers}
+	if verr != nil {
+		var ae *httpx.APIError
+		var be *bundle.BreakError
+		switch {
+		case errors.As(verr, &ae):
+			httpx.WriteError(w, ae)
+			return
+		case force && errors.As(verr, &be) && (be.Part == bundle.PartManifest || be.Part == bundle.PartSignature) && rep.Entries == uint64(len(events)):
+			out.Forced = verr.Error()
+		case errors.As(verr, &be):
+			httpx.WriteError(w, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest, Message: verr.Error(),
+				Details: map[string]any{"part": be.Part, "index": be.Index, "seq": be.Seq, "field": be.Field}})
+			return
+		default:
+			httpx.WriteError(w, httpx.BadRequest("import: %v", verr))
+			return
+		}
+	}
+	out.Verified = out.Forced == ""
+	if verifyOnly {
+		httpx.WriteJSON(w, http.StatusOK, out)
+		return
+	}
+	if err := sv.importEvents(r, events, &out); err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// importEvents checks every event against the ledger (a body conflict
+// refuses the whole bundle), then applies the others in HLC total order.
+func (sv *Server) importEvents(r *http.Request, events []fsm.Event, out *api.ImportResponse) error {
+	slices.SortFunc(events, func(a, b fsm.Event) int { return a.Key().Compare(b.Key()) })
+	fresh := events[:0:0]
+	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		for i := range events {
+			e := &events[i]
+			prev, err := tx.Event(e.Tenant, e.ID)
+			if err != nil {
+				return err
+			}
+			if prev == nil {
+				fresh = append(fresh, *e)
+				continue
+			}
+			same, err := sameContent(&prev.Event, e)
+			if err != nil {
+				return err
+			}
+			if !same {
+				return &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
+					Message: fmt.Sprintf("event %s of the bundle differs from the one the ledger holds: nothing of the bundle was applied", e.ID),
+					Details: map[string]any{"event_id": e.ID.String()}}
+			}
+			out.Duplicates++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(fresh); start += importBatchEvents {
+		batch := fresh[start:min(start+importBatchEvents, len(fresh))]
+		for i := range batch {
+			if err := sv.cfg.Stamper.Received(&batch[i]); err != nil {
+				return httpx.BadRequest("event %s: hlc: %v", batch[i].ID, err)
+			}
+		}
+		res, err := sv.cfg.Writer.Submit(r.Context(), batch, commit.DurabilityGlobal)
+		if err != nil {
+			return submitError(err, res, sv.cfg.NodeID)
+		}
+		for _, rs := range res.Results {
+			switch rs.Outcome {
+			case fsm.OutcomeApplied:
+				out.Applied++
+			case fsm.OutcomeDuplicate:
+				out.Duplicates++
+			case fsm.OutcomeAbsorbed:
+				out.Absorbed++
+			default:
+				out.Rejected++
+			}
+		}
+	}
+	return nil
+}
+
+// sameContent reports whether two events with one (tenant, id) are the
+// same event: origin, job, fence and body.
+func sameContent(a, b *fsm.Event) (bool, error) {
+	if a.Type != b.Type || a.JobID != b.JobID || a.Region != b.Region || a.Node != b.Node || a.HLC != b.HLC || a.Fence != b.Fence {
+		return false, nil
+	}
+	ha, err := fsm.BodyHash(a.Body)
+	if err != nil {
+		return false, err
+	}
+	hb, err := fsm.BodyHash(b.Body)
+	return ha == hb, err
+}
+
+// spoolBody copies the request body to a temporary file, at most limit
+// bytes (413 beyond), and returns it with its size.
+func spoolBody(r *http.Request, limit int64) (*os.File, int64, error) {
+	f, err := os.CreateTemp("", "strata-import-*.bundle")
+	if err != nil {
+		return nil, 0, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "import: " + err.Error()}
+	}
+	n, err := io.Copy(f, io.LimitReader(r.Body, limit+1))
+	switch {
+	case err != nil:
+		return f, 0, bodyReadError(err)
+	case n > limit:
+		return f, 0, httpx.TooLarge(limit)
+	}
+	return f, n, nil
+}
+
+func parseBoolParam(s string) (bool, error) {
+	if s == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%q is not a boolean", s)
+	}
+	return v, nil
+}

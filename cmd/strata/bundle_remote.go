@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// The bundle commands that talk to a cluster: export and import. They
+// take --addr and --token as the client commands do, but -o is the
+// output file (export), so they register those two flags themselves.
+
+// addTargetFlags registers --addr and --token on cmd.
+func addTargetFlags(cmd *cobra.Command) *clientFlags {
+	f := &clientFlags{output: outputTable}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&f.addrs, "addr", nil, "API address of a gate, host:port (env "+envAddr+"; default: the nodes of ./"+devClusterFile+")")
+	fs.StringVar(&f.token, "token", "", "bearer token (env "+envToken+"; default: the token of ./"+devClusterFile+")")
+	return f
+}
+
+func newBundleExportCmd() *cobra.Command {
+	var tenant, out, format string
+	cmd := &cobra.Command{
+		Use:   "export --tenant T -o FILE [--format bundle|ndjson]",
+		Short: "Write a tenant's audit chain from the cluster to FILE (GET /v1/export)",
+		Long: `Write a tenant's audit chain as the cluster's gates hold it to FILE: a bundle
+(every event with its seq, links and body, then a manifest) or NDJSON sorted
+by HLC. The file is written beside FILE and renamed into place once the
+export is complete, so FILE is never a partial export. Verify it offline
+with strata bundle verify.`,
+		Args: cobra.NoArgs,
+	}
+	f := addTargetFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if tenant == "" || out == "" {
+			return usageError{errors.New("export: --tenant and -o FILE are required")}
+		}
+		if format != "bundle" && format != "ndjson" {
+			return usageError{fmt.Errorf("export: --format %q: want bundle or ndjson", format)}
+		}
+		c, err := f.client()
+		if err != nil {
+			return err
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name())
+		n, err := c.Export(cmd.Context(), tenant, format, tmp)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("export %s: %w", tenant, err)
+		}
+		if err := os.Rename(tmp.Name(), out); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, n)
+		return nil
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant whose chain to export (required)")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "the file to write (required)")
+	cmd.Flags().StringVar(&format, "format", "bundle", "bundle or ndjson")
+	return cmd
+}
+
+func newBundleImportCmd() *cobra.Command {
+	var verifyOnly, force bool
+	cmd := &cobra.Command{
+		Use:   "import FILE... [--force] [--verify-only]",
+		Short: "Verify bundles and apply their events to the cluster (POST /v1/import, operator token)",
+		Long: `Send each bundle to a gate, which verifies it and applies its events through
+the ledger's normal idempotent apply, in HLC order: events it holds already
+are counted as duplicates; an event it holds with another body refuses the
+whole bundle (nothing of it is applied). --force skips manifest and
+signature failures only, never a broken entry or a body conflict. Exits 1
+at the first bundle that is refused.`,
+		Args: cobra.MinimumNArgs(1),
+	}
+	f := addTargetFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := f.client()
+		if err != nil {
+			return err
+		}
+		t := newTable(cmd.OutOrStdout(), "FILE", "TENANT", "ENTRIES", "VERIFIED", "APPLIED", "DUPLICATES", "ABSORBED", "REJECTED")
+		for _, path := range args {
+			file, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			res, err := c.Import(cmd.Context(), file, verifyOnly, force)
+			file.Close()
+			if err != nil {
+				_ = t.flush()
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			t.row(path, res.Tenant, fmt.Sprint(res.Entries), fmt.Sprint(res.Verified), fmt.Sprint(res.Applied),
+				fmt.Sprint(res.Duplicates), fmt.Sprint(res.Absorbed), fmt.Sprint(res.Rejected))
+		}
+		return t.flush()
+	}
+	cmd.Flags().BoolVar(&verifyOnly, "verify-only", false, "verify on the cluster without applying")
+	cmd.Flags().BoolVar(&force, "force", false, "skip manifest and signature failures (never body conflicts)")
+	return cmd
+}
