@@ -74,9 +74,7 @@ func (n *Node) aeSelf(ctx context.Context, run bool) api.AntiEntropyNode {
 		_, _ = n.regionSync.Round(ctx) // its error is in the status
 	}
 	if st := n.regionSync.Status(); st.Rounds > 0 {
-		out.Regional = &api.AntiEntropyPair{Kind: api.AntiEntropyRegionalGlobal, Region: st.Region, Group: st.Region,
-			LastRound: st.LastRound, Rounds: st.Rounds, RootsEqual: st.RootsEqual, Differences: st.Differences,
-			Repaired: st.Repaired, Bytes: st.Bytes, DurationMs: st.DurationMs, Error: st.Error}
+		out.Regional = &st
 	}
 	return out
 }

@@ -152,13 +152,8 @@ func TestRegionView_EqualLedgersOf100kJobsExchangeOnlyTheRoots(t *testing.T) {
 func createJobs(t testing.TB, n int, leds ...*fsm.Ledger) {
 	t.Helper()
 	const batch = 1_000
-	evs := make([]fsm.Event, 0, batch)
 	for first := 0; first < n; first += batch {
-		evs = evs[:0]
-		for k := first; k < min(first+batch, n); k++ {
-			j := fsmtest.NewJob(fmt.Sprintf("use1-1700000000000-g%d-%05d", k/fsm.MaxJobSeq, k%fsm.MaxJobSeq+1), "acme", uint64(k)*10, "use1")
-			evs = append(evs, j.Created())
-		}
+		evs := fsmtest.JobsCreated(first, min(batch, n-first), "acme", "use1")
 		for _, led := range leds {
 			if _, err := led.Apply(uint64(first/batch+1), append([]fsm.Event(nil), evs...)); err != nil {
 				t.Fatal(err)

@@ -45,13 +45,8 @@ func benchRound(b *testing.B, jobs int) {
 	regions.SetView(gled.View)
 	var index uint64
 	const batch = 1_000
-	evs := make([]fsm.Event, 0, batch)
 	for first := 0; first < jobs; first += batch {
-		evs = evs[:0]
-		for k := first; k < first+batch; k++ {
-			j := fsmtest.NewJob(fmt.Sprintf("use1-1700000000000-g%d-%05d", k/fsm.MaxJobSeq, k%fsm.MaxJobSeq+1), "acme", uint64(k)*10, "use1")
-			evs = append(evs, j.Created())
-		}
+		evs := fsmtest.JobsCreated(first, batch, "acme", "use1")
 		index++
 		for _, led := range []*fsm.Ledger{rled, gled} {
 			if _, err := led.Apply(index, append([]fsm.Event(nil), evs...)); err != nil {

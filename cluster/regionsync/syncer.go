@@ -18,6 +18,7 @@ import (
 	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 const (
@@ -37,18 +38,9 @@ const (
 	maxCompareSteps = antientropy.MaxDepth + 64
 )
 
-// Status is the outcome of the latest round (GET /v1/cluster/antientropy).
-type Status struct {
-	Region      string    `json:"region"`
-	LastRound   time.Time `json:"last_round"`
-	Rounds      uint64    `json:"rounds"`
-	RootsEqual  bool      `json:"roots_equal"`
-	Differences int       `json:"differences"`
-	Repaired    int       `json:"repaired"`
-	Bytes       int       `json:"bytes"`
-	DurationMs  int64     `json:"duration_ms"`
-	Error       string    `json:"error,omitempty"`
-}
+// Status is the outcome of the latest round: the regional-global pair of
+// GET /v1/cluster/antientropy.
+type Status = api.AntiEntropyPair
 
 // Config wires a Syncer; every field but Interval, Logger and Registerer
 // is required.
@@ -102,7 +94,7 @@ func New(cfg Config) (*Syncer, error) {
 	kind := prometheus.Labels{"kind": "regional-global"}
 	hist := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_antientropy_round_duration_seconds",
 		Help: "Duration of anti-entropy rounds by kind.", ConstLabels: kind, Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)})
-	s := &Syncer{cfg: cfg, status: Status{Region: cfg.Region}, m: syncMetrics{
+	s := &Syncer{cfg: cfg, status: newStatus(cfg.Region), m: syncMetrics{
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_rounds_total",
 			Help: "Anti-entropy rounds by kind.", ConstLabels: kind}),
 		differences: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_differences_total",
@@ -157,7 +149,8 @@ func (s *Syncer) Round(ctx context.Context) (Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, RoundTimeout)
 	defer cancel()
 	start := time.Now()
-	st := Status{Region: s.cfg.Region, LastRound: start}
+	st := newStatus(s.cfg.Region)
+	st.LastRound = start
 	diffs, n, err := s.compare(ctx)
 	st.Bytes += n
 	if err == nil {
@@ -190,6 +183,10 @@ func (s *Syncer) Round(ctx context.Context) (Status, error) {
 			"roots_equal", st.RootsEqual, "bytes", st.Bytes)
 	}
 	return st, err
+}
+
+func newStatus(region string) Status {
+	return Status{Kind: api.AntiEntropyRegionalGlobal, Region: region, Group: region}
 }
 
 // compare runs the descend protocol against a gate and returns the ids

@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 )
@@ -46,23 +46,13 @@ with strata bundle verify.`,
 		if err != nil {
 			return err
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
-		if err != nil {
+		var n int64
+		if err := writeAtomically(out, func(w io.Writer) error {
+			var err error
+			n, err = c.Export(cmd.Context(), tenant, format, w)
 			return err
-		}
-		defer os.Remove(tmp.Name())
-		n, err := c.Export(cmd.Context(), tenant, format, tmp)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		}); err != nil {
 			return fmt.Errorf("export %s: %w", tenant, err)
-		}
-		if err := os.Rename(tmp.Name(), out); err != nil {
-			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, n)
 		return nil

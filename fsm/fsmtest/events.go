@@ -12,6 +12,7 @@ package fsmtest
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -86,4 +87,16 @@ func (j *Job) Created() fsm.Event {
 // NodeName is the node id of HLC node ordinal n.
 func NodeName(n uint32) string {
 	return "gate" + string(rune('0'+n%10))
+}
+
+// JobsCreated returns the JobCreated events of jobs first..first+n-1 of
+// tenant, each assigned to region, with distinct ids and job ids
+// (anti-entropy's large ledgers).
+func JobsCreated(first, n int, tenant, region string) []fsm.Event {
+	out := make([]fsm.Event, 0, n)
+	for k := first; k < first+n; k++ {
+		j := NewJob(fmt.Sprintf("%s-1700000000000-g%d-%05d", region, k/fsm.MaxJobSeq, k%fsm.MaxJobSeq+1), tenant, uint64(k)*10, region)
+		out = append(out, j.Created())
+	}
+	return out
 }
