@@ -60,6 +60,10 @@ func FuzzAPI(f *testing.F) {
 	f.Add("GET", "/v1/chain/verify?tenant=globex", uint8(1), "", "", []byte(nil))
 	f.Add("POST", "/v1/events:batch", uint8(1), "", "", []byte(`{"events":[{"type":"JobCreated","tenant":"acme","body":{"spec":`+string(jobBody("acme", "", "10m"))+`}}]}`))
 	f.Add("POST", "/v1/workers/w-bound/progress", uint8(3), "", "", []byte(`{"updates":[{"workflow":"`+sub.JobID+`/use1/checkout/0","lease_fence":1,"completed":5}]}`))
+	f.Add("GET", "/v1/export?tenant=globex&format=ndjson", uint8(1), "", "", []byte(nil))
+	f.Add("POST", "/v1/import?force=true", uint8(1), "Content-Type", "application/octet-stream", []byte("STRATABUNDLE"))
+	f.Add("POST", "/v1/cluster/antientropy/run", uint8(1), "", "", []byte(nil))
+	f.Add("POST", "/internal/v1/replica/snapshot", uint8(0), "", "", []byte(nil))
 	// A worker token holds no lease of globex's job: it may not change it
 	// either.
 	tokens := []string{"", testAcmeToken, "not-a-token-0123456789", testWorkerToken}
