@@ -67,6 +67,7 @@ func newRootCmd() *cobra.Command {
 		newJobCmd(),
 		newChainCmd(),
 		newAntiEntropyCmd(),
+		newSnapshotCmd(),
 		newMembersCmd(),
 		newRaftCmd(),
 		newBenchCmd(),

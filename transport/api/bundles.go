@@ -98,3 +98,21 @@ func (c *Client) stream(ctx context.Context, method, pathQuery string, body io.R
 	}
 	return resp, nil
 }
+
+// Snapshot headers (GET /v1/snapshot).
+const (
+	HeaderSnapshotGroup = "Strata-Snapshot-Group"
+	HeaderSnapshotNode  = "Strata-Snapshot-Node"
+)
+
+// Snapshot streams the answering node's ledger snapshot into dst (GET
+// /v1/snapshot, operator scope) and returns the group it is of.
+func (c *Client) Snapshot(ctx context.Context, dst io.Writer) (group string, n int64, err error) {
+	resp, err := c.stream(ctx, http.MethodGet, "/v1/snapshot", nil)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	n, err = io.Copy(dst, resp.Body)
+	return resp.Header.Get(HeaderSnapshotGroup), n, err
+}
