@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/progress"
 )
@@ -37,6 +38,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("UDPLossAndDuplicates", func(t *testing.T) { testDataPlaneUDP(t, e) })
 	t.Run("TCPToFollower", func(t *testing.T) { testDataPlaneTCP(t, e) })
 	t.Run("Forged", func(t *testing.T) { testDataPlaneForged(t, e) })
+	t.Run("ForgetsEndedLeases", func(t *testing.T) { testDataPlaneForget(t, e) })
 }
 
 // key decodes worker's registration key.
@@ -313,4 +315,24 @@ func (p *lossyProxy) addr() string { return p.in.LocalAddr().String() }
 
 func (p *lossyProxy) stats() (seen, dropped, duped int64) {
 	return p.seen.Load(), p.dropped.Load(), p.duped.Load()
+}
+
+// testDataPlaneForget: once a lease ends, the receiver forgets its
+// aggregate; a lease still held keeps its own.
+func testDataPlaneForget(t *testing.T, e *dpEnv) {
+	ended, held := fsm.WorkflowID(e.jobID, "use1", "udp-a", 0), fsm.WorkflowID(e.jobID, "use1", "udp-b", 0) // the UDP test's
+	rcv := e.c.node(e.lead).dp.rcv
+	for _, id := range []string{ended, held} {
+		if _, ok := rcv.Get(id, "dp1"); !ok {
+			t.Fatalf("no aggregate of %s to forget", id)
+		}
+	}
+	wantResults(t, e.report(t, "dp1", "complete", "", fmt.Sprintf(`{"workflow":%q,"lease_fence":1}`, ended)), "applied")
+	e.c.waitFor("the ended lease's aggregate forgotten", func() bool {
+		_, ok := rcv.Get(ended, "dp1")
+		return !ok
+	})
+	if _, ok := rcv.Get(held, "dp1"); !ok {
+		t.Fatalf("the aggregate of %s, still leased, was forgotten", held)
+	}
 }
