@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -236,24 +237,32 @@ func testDataPlaneForged(t *testing.T, e *dpEnv) {
 
 // droppedTotal reads strata_progress_dropped_total{reason} of node n.
 func droppedTotal(t *testing.T, n *Node, reason string) float64 {
+	return metricSum(t, n, "strata_progress_dropped_total", func(l map[string]string) bool { return l["reason"] == reason })
+}
+
+// metricSum sums the counters of family name on node n whose labels match.
+func metricSum(t *testing.T, n *Node, name string, match func(labels map[string]string) bool) float64 {
 	t.Helper()
 	families, err := n.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum := 0.0
 	for _, f := range families {
-		if f.GetName() != "strata_progress_dropped_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
+				labels[l.GetName()] = l.GetValue()
+			}
+			if match(labels) {
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	return sum
 }
 
 // lossyProxy forwards UDP datagrams to a destination, dropping and
@@ -334,5 +343,30 @@ func testDataPlaneForget(t *testing.T, e *dpEnv) {
 	})
 	if _, ok := rcv.Get(held, "dp1"); !ok {
 		t.Fatalf("the aggregate of %s, still leased, was forgotten", held)
+	}
+}
+
+// TestDataPlane_ReferenceWorker: reference workers (cluster/worker) on a
+// cluster with reconcilers (subnet 228) report progress over the data
+// plane by default; the job ends with exact totals, and no progress went
+// over HTTP.
+func TestDataPlane_ReferenceWorker(t *testing.T) {
+	c := startLifecycleCluster(t, 228)
+	startWorkers(t, c, 2, 4)
+	id := lifecycleJob(t, c, 3, "2s", "10m")
+	waitStatus(t, c, id, fsm.JobStatusCompleted)
+	if r := jobOn(c, "g1", id).Regions[0]; r.Completed+r.Failed != 3*2*50 {
+		t.Fatalf("region state %+v: want 300 simulated requests", r)
+	}
+	var folded, overHTTP float64
+	for _, m := range []string{"m1", "m2", "m3"} {
+		n := c.node(m)
+		folded += metricSum(t, n, "strata_progress_updates_total", func(map[string]string) bool { return true })
+		overHTTP += metricSum(t, n, "strata_http_requests_total", func(l map[string]string) bool {
+			return strings.Contains(l["route"], "/progress")
+		})
+	}
+	if folded == 0 || overHTTP != 0 {
+		t.Fatalf("%v updates folded from frames, %v progress calls over HTTP: want frames only", folded, overHTTP)
 	}
 }
