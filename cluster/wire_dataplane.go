@@ -68,7 +68,7 @@ func (n *Node) openDataPlane() error {
 	}
 	d := &dataPlane{n: n, addr: n.cfg.DataPlaneAddr, pending: map[aggKey]progress.Progress{}, tracked: map[aggKey]uint64{},
 		keys: &regKeys{token: n.cfg.ClusterToken, store: n.store, now: time.Now},
-		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_seconds",
+		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_duration_seconds",
 			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."})}
 	if err := n.reg.Register(d.flush); err != nil {
 		return err
