@@ -36,14 +36,7 @@ func access(addr string) *api.DataPlaneAccess {
 func TestRunner_ProgressOverTheDataPlane(t *testing.T) {
 	for _, network := range []string{ProgressUDP, ProgressTCP} {
 		t.Run(network, func(t *testing.T) {
-			rcv, err := progress.New(progress.Config{UDPAddr: "127.0.229.1:0", TCPAddr: "127.0.229.1:0", Keys: testKeys{}, Leases: testLeases{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rcv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = rcv.Close() })
+			rcv := startTestReceiver(t)
 			addr := rcv.UDPAddr().String()
 			if network == ProgressTCP {
 				addr = rcv.TCPAddr().String()
@@ -70,6 +63,42 @@ func TestRunner_ProgressOverTheDataPlane(t *testing.T) {
 	}
 }
 
+// TestRunner_RejectPausesTheDataPlane: under REJECT the worker sends no
+// frame for many progress intervals; once the level drops it resumes,
+// with the exact counters.
+func TestRunner_RejectPausesTheDataPlane(t *testing.T) {
+	rcv := startTestReceiver(t)
+	f := newFakeManager(t)
+	f.dataPlane = access(rcv.UDPAddr().String())
+	h := startRunner(t, f, nil)
+	f.setLeases(lease("wf-a", 1, spec(10*time.Second, 100, 0.25)))
+	waitUntil(t, "a first frame", func() bool { _, ok := rcv.Get("wf-a", testWorkerID); return ok })
+
+	f.mu.Lock()
+	f.pressure = api.BackpressureReject
+	beats := len(f.beats)
+	f.mu.Unlock()
+	f.waitFor("a heartbeat answered REJECT", func(f *fakeManager) bool { return len(f.beats) > beats+1 })
+	rcv.Drain()
+	h.clock.Advance(4 * time.Second)
+	// 10 heartbeats (20 ms apart) span 20 progress intervals (10 ms).
+	f.mu.Lock()
+	beats = len(f.beats)
+	f.mu.Unlock()
+	f.waitFor("10 heartbeats under REJECT", func(f *fakeManager) bool { return len(f.beats) > beats+10 })
+	if changed := rcv.Drain(); len(changed) != 0 {
+		t.Fatalf("frames sent under REJECT: %+v", changed)
+	}
+
+	f.mu.Lock()
+	f.pressure = api.BackpressureNone
+	f.mu.Unlock()
+	waitUntil(t, "counters at 4 s once the level dropped", func() bool {
+		p, ok := rcv.Get("wf-a", testWorkerID)
+		return ok && p.Completed == 300 && p.Failed == 100
+	})
+}
+
 func TestRunner_DataPlaneFallsBackToHTTP(t *testing.T) {
 	f := newFakeManager(t)
 	f.dataPlane = access("127.0.229.2:1") // nothing listens: every TCP dial fails
@@ -85,6 +114,21 @@ func TestPressureStretch(t *testing.T) {
 			t.Errorf("pressureStretch(%q) = %d, want %d", level, got, want)
 		}
 	}
+}
+
+// startTestReceiver starts a receiver on 127.0.229.1 (UDP and TCP, free
+// ports) that knows the test worker's key and accepts every lease.
+func startTestReceiver(t *testing.T) *progress.Receiver {
+	t.Helper()
+	rcv, err := progress.New(progress.Config{UDPAddr: "127.0.229.1:0", TCPAddr: "127.0.229.1:0", Keys: testKeys{}, Leases: testLeases{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rcv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rcv.Close() })
+	return rcv
 }
 
 // waitUntil polls cond every few milliseconds for up to 10 s.

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -38,6 +39,7 @@ type fakeManager struct {
 	hang           map[string]bool      // progress on these workflows hangs until the call is cancelled
 	failEnds       int                  // the next end reports answer 503
 	dataPlane      *api.DataPlaneAccess // offered at registration
+	pressure       string               // heartbeats' backpressure ("": NONE)
 	leases         []api.Lease
 	index          uint64
 	// records
@@ -212,7 +214,7 @@ func (f *fakeManager) heartbeat(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusServiceUnavailable, api.CodeUnavailable, "no leader")
 		return
 	}
-	resp := api.HeartbeatResponse{Stop: []string{}, Backpressure: api.BackpressureNone, AckWindow: fsm.Duration(f.ack)}
+	resp := api.HeartbeatResponse{Stop: []string{}, Backpressure: cmp.Or(f.pressure, api.BackpressureNone), AckWindow: fsm.Duration(f.ack)}
 	for _, rw := range req.Running {
 		if f.stop[rw.Workflow] && !slices.Contains(resp.Stop, rw.Workflow) {
 			resp.Stop = append(resp.Stop, rw.Workflow)
