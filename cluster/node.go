@@ -90,6 +90,7 @@ type Node struct {
 	api     *httpapi.Server     // the HTTP API, served on ln
 	ln      net.Listener
 
+	dp   *dataPlane           // progress receiver and flush (wire_dataplane.go); nil on gates
 	life *lifecycle.Lifecycle // reconcilers, forwarder, workers' liveness, lease view (wire_lifecycle.go)
 
 	tree    *ledgertree.Tracker // the ledger's Merkle tree and checkpoints (wire_replica.go)
@@ -179,9 +180,13 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err = n.openPipeline(); err != nil {
 		return nil, err
 	}
+	if err = n.openDataPlane(); err != nil {
+		return nil, err
+	}
 	if err = n.startAPI(); err != nil {
 		return nil, err
 	}
+	n.runDataPlane()
 	n.bg.Go(n.bootstrap)
 	n.bg.Go(n.recoverPipeline)
 	n.bg.Go(n.trackRegions)
@@ -483,6 +488,9 @@ func (n *Node) closeParts() error {
 		errs = append(errs, n.members.Close())
 	}
 	n.bg.Wait()
+	if n.dp != nil {
+		n.dp.close()
+	}
 	if n.pipe != nil {
 		errs = append(errs, n.pipe.Close())
 	}
@@ -551,7 +559,8 @@ func (n *Node) startAPI() error {
 		MaxStaleness: n.cfg.MaxStaleness, SessionWait: n.cfg.SessionWait, WorkerAckWindow: n.cfg.WorkerAckWindow,
 		EnableFaultInjection: n.cfg.EnableFaultInjection, ClusterToken: n.cfg.ClusterToken,
 		Auth: n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
-		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
+		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, DataPlane: n.dataPlaneAPI(),
+		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 	})
 	if err != nil {

@@ -153,3 +153,28 @@ func TestAuthenticator_WorkerTokensAreBoundToAWorker(t *testing.T) {
 		}
 	}
 }
+
+func TestDataPlaneKey_PerRegistration(t *testing.T) {
+	id1, k1 := DataPlaneKey("cluster-secret-0123456789", "w1", []byte{1, 2, 3})
+	id1b, k1b := DataPlaneKey("cluster-secret-0123456789", "w1", []byte{1, 2, 3})
+	if id1 != id1b || string(k1) != string(k1b) || len(k1) != DataPlaneKeyBytes {
+		t.Fatalf("not deterministic: %d %x / %d %x", id1, k1, id1b, k1b)
+	}
+	for _, other := range []struct {
+		token, worker string
+		reg           []byte
+	}{
+		{"cluster-secret-0123456789", "w1", []byte{1, 2, 4}},  // re-registration
+		{"cluster-secret-0123456789", "w2", []byte{1, 2, 3}},  // another worker
+		{"another-secret-0123456789", "w1", []byte{1, 2, 3}},  // another cluster
+		{"cluster-secret-0123456789", "w1\x00", []byte{2, 3}}, // shifted parts
+	} {
+		id, k := DataPlaneKey(other.token, other.worker, other.reg)
+		if string(k) == string(k1) {
+			t.Fatalf("%+v: same key", other)
+		}
+		if other.token == "cluster-secret-0123456789" && id == id1 {
+			t.Fatalf("%+v: same key id", other)
+		}
+	}
+}

@@ -41,6 +41,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -137,6 +138,16 @@ type Workers interface {
 	ForwarderStatus() (api.ForwarderStatus, bool)
 }
 
+// DataPlane is the manager's progress receiver as the worker API sees it
+// (cluster/wire_dataplane.go).
+type DataPlane interface {
+	// Access returns the data-plane access of worker's registration,
+	// whose identity is its join HLC: addresses, key id and key.
+	Access(worker string, joined hlc.Timestamp) api.DataPlaneAccess
+	// QueueFill is the receive queue's fill, 0 to 1 (backpressure).
+	QueueFill() float64
+}
+
 // WALStatus is the NodeWAL's positions, for GET /v1/cluster/raft.
 type WALStatus interface {
 	Watermarks() wal.Watermarks
@@ -172,6 +183,9 @@ type Config struct {
 	Members   Members
 	Peers     Peers
 	Workers   Workers
+	// DataPlane is the manager's progress receiver; nil when the node
+	// has none (gates, a manager without data_plane_addr).
+	DataPlane DataPlane
 	WAL       WALStatus
 	Stamper   *commit.Stamper
 	JobIDs    *fsm.JobIDGenerator

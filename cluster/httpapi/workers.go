@@ -117,7 +117,7 @@ func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, api.HeartbeatResponse{Stop: stopList(id, req.Running, wfs),
-		Backpressure: backpressureLevel(sv.cfg.Writer.QueueFill()), AckWindow: fsm.Duration(sv.cfg.WorkerAckWindow)})
+		Backpressure: backpressureLevel(sv.cfg.Writer.QueueFill(), sv.dataPlaneFill()), AckWindow: fsm.Duration(sv.cfg.WorkerAckWindow)})
 }
 
 // checkRunning refuses a heartbeat's running list that is too long or

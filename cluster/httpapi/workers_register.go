@@ -8,17 +8,33 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
 // Registration and departure of workers: WorkerJoined and WorkerLeft in
 // the region's ledger, proposed by the regional leader.
 
-// registerResponse is the answer to a registration of worker id.
-func (sv *Server) registerResponse(id string, capacity uint32, wr api.WriteResponse) api.RegisterWorkerResponse {
-	return api.RegisterWorkerResponse{WorkerID: id, Region: sv.cfg.Region, Capacity: capacity,
+// registerResponse is the answer to a registration of worker id that
+// joined at joined: the only answer that carries the worker's data-plane
+// key (the call is authenticated as the worker).
+func (sv *Server) registerResponse(id string, capacity uint32, joined hlc.Timestamp, wr api.WriteResponse) api.RegisterWorkerResponse {
+	out := api.RegisterWorkerResponse{WorkerID: id, Region: sv.cfg.Region, Capacity: capacity,
 		AckWindow: fsm.Duration(sv.cfg.WorkerAckWindow), HeartbeatInterval: fsm.Duration(sv.cfg.WorkerAckWindow / 3),
 		WriteResponse: wr}
+	if sv.cfg.DataPlane != nil {
+		dp := sv.cfg.DataPlane.Access(id, joined)
+		out.DataPlane = &dp
+	}
+	return out
+}
+
+// dataPlaneFill is the progress receive queue's fill, 0 without one.
+func (sv *Server) dataPlaneFill() float64 {
+	if sv.cfg.DataPlane == nil {
+		return 0
+	}
+	return sv.cfg.DataPlane.QueueFill()
 }
 
 // handleRegisterWorker is POST /v1/workers.
@@ -81,7 +97,7 @@ func (sv *Server) handleRegisterWorker(w http.ResponseWriter, r *http.Request, c
 	}
 	sv.cfg.Workers.Touch(req.WorkerID)
 	w.Header().Set("Location", "/v1/workers/"+req.WorkerID)
-	httpx.WriteJSON(w, http.StatusCreated, sv.registerResponse(req.WorkerID, req.Capacity, sv.writeResponse(w, res, ts)))
+	httpx.WriteJSON(w, http.StatusCreated, sv.registerResponse(req.WorkerID, req.Capacity, ts, sv.writeResponse(w, res, ts)))
 }
 
 // checkRegistration refuses a registration with another region, a
@@ -137,7 +153,7 @@ func (sv *Server) answerActiveWorker(w http.ResponseWriter, cur *fsm.WorkerState
 	}
 	sv.cfg.Workers.Touch(cur.ID)
 	w.Header().Set("Location", "/v1/workers/"+cur.ID)
-	httpx.WriteJSON(w, http.StatusOK, sv.registerResponse(cur.ID, cur.Capacity, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC}))
+	httpx.WriteJSON(w, http.StatusOK, sv.registerResponse(cur.ID, cur.Capacity, cur.HLC, api.WriteResponse{Durability: sv.cfg.Tier.String(), HLC: cur.HLC}))
 }
 
 // handleDeregisterWorker is DELETE /v1/workers/{id}: the worker leaves; the

@@ -204,30 +204,10 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 		httpx.WriteError(w, err)
 		return
 	}
-	results := make([]api.WorkerReportResult, len(reps))
-	var events []fsm.Event
-	var owner []int // owner[k]: the report of events[k]
-	for i := range reps {
-		rp := &reps[i]
-		wf := wfs[rp.workflow]
-		dup, err := checkReport(wf, rp.workflow, worker, rp.fence, rp.kind())
-		switch {
-		case err != nil:
-			results[i] = rejectedResult(rp.workflow, err)
-			continue
-		case dup:
-			results[i] = api.WorkerReportResult{Workflow: rp.workflow, Outcome: fsm.OutcomeDuplicate.String()}
-			continue
-		}
-		results[i] = api.WorkerReportResult{Workflow: rp.workflow}
-		for _, b := range rp.bodies() {
-			e, err := sv.reportEvent(wf, rp.fence, b)
-			if err != nil {
-				httpx.WriteError(w, err)
-				return
-			}
-			events, owner = append(events, e), append(owner, i)
-		}
+	results, events, owner, err := sv.reportEvents(worker, reps, wfs)
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
 	}
 	out := api.WorkerReportResponse{Results: knownResults(results), WriteResponse: api.WriteResponse{Durability: level.String()}}
 	if len(events) == 0 {
@@ -256,6 +236,38 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 	out.Results = knownResults(results)
 	out.WriteResponse = sv.writeResponse(w, res, events[len(events)-1].HLC)
 	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// reportEvents checks reps of worker against the ledger's states wfs and
+// builds the events of those that pass, in report order: results[i] is
+// report i's answer (no outcome yet when it passed), owner[k] the report
+// of events[k]. Both the HTTP reports and the data plane's flush
+// (workers_dataplane.go) go through it, so they propose the same events
+// for the same counters. An error is a report that makes an invalid event.
+func (sv *Server) reportEvents(worker string, reps []report, wfs map[string]*fsm.WorkflowState) (results []api.WorkerReportResult, events []fsm.Event, owner []int, err error) {
+	results = make([]api.WorkerReportResult, len(reps))
+	for i := range reps {
+		rp := &reps[i]
+		wf := wfs[rp.workflow]
+		dup, err := checkReport(wf, rp.workflow, worker, rp.fence, rp.kind())
+		switch {
+		case err != nil:
+			results[i] = rejectedResult(rp.workflow, err)
+			continue
+		case dup:
+			results[i] = api.WorkerReportResult{Workflow: rp.workflow, Outcome: fsm.OutcomeDuplicate.String()}
+			continue
+		}
+		results[i] = api.WorkerReportResult{Workflow: rp.workflow}
+		for _, b := range rp.bodies() {
+			e, err := sv.reportEvent(wf, rp.fence, b)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			events, owner = append(events, e), append(owner, i)
+		}
+	}
+	return results, events, owner, nil
 }
 
 // knownResults drops the results without an outcome (reports acknowledged

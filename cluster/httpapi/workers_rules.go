@@ -13,6 +13,7 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/progress"
 )
 
 // The pure part of the worker control plane: what a heartbeat tells a
@@ -20,26 +21,16 @@ import (
 // and the shape of a lease. No I/O here: the handlers (api_workers*.go)
 // read the ledger and hand the states in.
 
-// Backpressure thresholds (DESIGN §10, AD-37): the fill of the commit
-// queue at which a worker is told to throttle, batch, or stop reporting.
-const (
-	backpressureThrottleFill = 0.70
-	backpressureBatchFill    = 0.85
-	backpressureRejectFill   = 0.95
-)
-
-// backpressureLevel maps a queue fill (0..1) to the level a heartbeat
-// returns.
-func backpressureLevel(fill float64) string {
-	switch {
-	case fill >= backpressureRejectFill:
-		return api.BackpressureReject
-	case fill >= backpressureBatchFill:
-		return api.BackpressureBatch
-	case fill >= backpressureThrottleFill:
-		return api.BackpressureThrottle
+// backpressureLevel maps the worse of the commit queue's and the progress
+// receive queue's fills (0..1) to the level a heartbeat returns. The
+// thresholds are AD-37's, kept once in transport/progress so the two
+// queues cannot drift apart: the worse fill is the worse level.
+func backpressureLevel(fills ...float64) string {
+	worst := 0.0
+	for _, f := range fills {
+		worst = max(worst, f)
 	}
-	return api.BackpressureNone
+	return progress.LevelForFill(worst).String()
 }
 
 // stopList returns, in request order and without repeats, every workflow

@@ -29,6 +29,13 @@ func TestWorkerBackpressureLevels(t *testing.T) {
 			t.Errorf("backpressureLevel(%v) = %s, want %s", tt.fill, got, tt.want)
 		}
 	}
+	// The heartbeat returns the worse of the commit queue's and the
+	// progress receive queue's levels.
+	for _, fills := range [][]float64{{0.9, 0.1}, {0.1, 0.9}} {
+		if got := backpressureLevel(fills...); got != api.BackpressureBatch {
+			t.Errorf("backpressureLevel(%v) = %s, want the worse, BATCH", fills, got)
+		}
+	}
 }
 
 func TestWorkerStopList(t *testing.T) {

@@ -4,6 +4,14 @@
 // the workflow's spec (duration, rate of simulated requests, failure
 // ratio), reporting cumulative progress and the workflow's end.
 //
+// Progress goes over the managers' data plane (transport/progress: UDP
+// frames, or TCP with Config.Progress) when the registration answer offers
+// it, and over HTTP otherwise or once the data plane keeps failing for
+// that registration; the end of a workflow always goes over HTTP. Frames
+// get no answer, so on the data plane a lease that moved on is learned
+// from the heartbeat's Stop list, and the heartbeat's backpressure level
+// paces the frames (THROTTLE, BATCH: less often; REJECT: paused).
+//
 // The load is a pure function of the spec and the time run (Progress), so
 // counters are exact and repeatable: a workflow of rate 200 and duration
 // 30 s ends with 6,000 simulated requests, failure_ratio of them failed,

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -30,13 +31,15 @@ type fakeManager struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
 	// knobs
-	registerStatus int               // non-zero: registration answers this
-	dropBeats      bool              // heartbeats answer 503
-	unknown        bool              // calls 404 unknown_worker until the worker registers again
-	stop           map[string]bool   // heartbeats say stop to these workflows
-	reject         map[string]string // reports on these workflows are rejected with this code
-	hang           map[string]bool   // progress on these workflows hangs until the call is cancelled
-	failEnds       int               // the next end reports answer 503
+	registerStatus int                  // non-zero: registration answers this
+	dropBeats      bool                 // heartbeats answer 503
+	unknown        bool                 // calls 404 unknown_worker until the worker registers again
+	stop           map[string]bool      // heartbeats say stop to these workflows
+	reject         map[string]string    // reports on these workflows are rejected with this code
+	hang           map[string]bool      // progress on these workflows hangs until the call is cancelled
+	failEnds       int                  // the next end reports answer 503
+	dataPlane      *api.DataPlaneAccess // offered at registration
+	pressure       string               // heartbeats' backpressure ("": NONE)
 	leases         []api.Lease
 	index          uint64
 	// records
@@ -182,7 +185,8 @@ func (f *fakeManager) register(w http.ResponseWriter, r *http.Request) {
 		id = fakeGeneratedID
 	}
 	writeJSON(w, http.StatusCreated, api.RegisterWorkerResponse{WorkerID: id, Region: req.Region, Capacity: req.Capacity,
-		AckWindow: fsm.Duration(f.ack), HeartbeatInterval: fsm.Duration(f.hb), WriteResponse: api.WriteResponse{Durability: "REGIONAL"}})
+		AckWindow: fsm.Duration(f.ack), HeartbeatInterval: fsm.Duration(f.hb), DataPlane: f.dataPlane,
+		WriteResponse: api.WriteResponse{Durability: "REGIONAL"}})
 }
 
 func (f *fakeManager) deregister(w http.ResponseWriter, r *http.Request) {
@@ -210,7 +214,7 @@ func (f *fakeManager) heartbeat(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusServiceUnavailable, api.CodeUnavailable, "no leader")
 		return
 	}
-	resp := api.HeartbeatResponse{Stop: []string{}, Backpressure: api.BackpressureNone, AckWindow: fsm.Duration(f.ack)}
+	resp := api.HeartbeatResponse{Stop: []string{}, Backpressure: cmp.Or(f.pressure, api.BackpressureNone), AckWindow: fsm.Duration(f.ack)}
 	for _, rw := range req.Running {
 		if f.stop[rw.Workflow] && !slices.Contains(resp.Stop, rw.Workflow) {
 			resp.Stop = append(resp.Stop, rw.Workflow)

@@ -57,6 +57,9 @@ type Config struct {
 	// LeaseWait is how long a lease long-poll waits for a change;
 	// default api.DefaultLeaseWait, at most api.MaxLeaseWait.
 	LeaseWait time.Duration
+	// Progress is how progress is sent: ProgressUDP (default; HTTP when
+	// the manager offers no data plane), ProgressTCP or ProgressHTTP.
+	Progress string
 }
 
 // Runner is one reference worker. Build it with New and call Run once.
@@ -93,7 +96,8 @@ type session struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	id       string
-	interval time.Duration // heartbeat interval
+	interval time.Duration  // heartbeat interval
+	sender   *sessionSender // data-plane progress; nil: over HTTP
 }
 
 // New checks cfg and builds a Runner.
@@ -114,6 +118,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.ProgressInterval < 0 || cfg.LeaseWait < 0 || cfg.LeaseWait > api.MaxLeaseWait {
 		errs = append(errs, fmt.Errorf("progress interval %s, lease wait %s: want positive, lease wait at most %s",
 			cfg.ProgressInterval, cfg.LeaseWait, api.MaxLeaseWait))
+	}
+	if err := checkProgress(cfg.Progress); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -198,6 +205,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		var wg sync.WaitGroup
 		wg.Go(func() { r.heartbeatLoop(s) })
 		wg.Go(func() { r.leaseLoop(s) })
+		wg.Go(func() { r.flushLoop(s) })
 		wg.Wait()
 		r.endSession()
 		if ctx.Err() == nil {
@@ -243,13 +251,14 @@ func (r *Runner) register(ctx context.Context) (*session, error) {
 // the registration as the last contact the fence counts from.
 func (r *Runner) beginSession(ctx context.Context, resp *api.RegisterWorkerResponse, sent time.Time) *session {
 	ack, interval := timings(resp)
+	sender := r.openSender(resp)
 	sctx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if resp.WorkerID != "" {
 		r.id = resp.WorkerID
 	}
-	s := &session{ctx: sctx, cancel: cancel, id: r.id, interval: interval}
+	s := &session{ctx: sctx, cancel: cancel, id: r.id, interval: interval, sender: sender}
 	r.sess, r.list, r.ack, r.lastOK, r.fenced = s, nil, ack, sent, false
 	r.log.Info("registered", "worker", r.id, "capacity", r.cfg.Capacity, "ack_window", ack.String(), "heartbeat_interval", interval.String())
 	return s

@@ -420,6 +420,7 @@ func TestNew_RejectsBadConfig(t *testing.T) {
 		{"bad worker id", func(c *Config) { c.WorkerID = "w/1" }, "worker id"},
 		{"dot worker id", func(c *Config) { c.WorkerID = ".." }, "worker id"},
 		{"lease wait too long", func(c *Config) { c.LeaseWait = time.Hour }, "lease wait"},
+		{"unknown progress transport", func(c *Config) { c.Progress = "pigeon" }, "progress"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

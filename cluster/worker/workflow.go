@@ -12,6 +12,7 @@ import (
 // returns as soon as rn is stopped.
 func (r *Runner) runWorkflow(rn *run) {
 	defer r.exited(rn)
+	defer r.dropProgress(rn)
 	l := rn.lease
 	offset := ResumeAt(l.Spec, l.Completed, l.Failed)
 	remaining := time.Duration(l.Spec.Duration) - offset
@@ -55,6 +56,9 @@ func (r *Runner) runWorkflow(rn *run) {
 // when rn must stop. A failed call is not retried: the next tick is the
 // retry.
 func (r *Runner) reportProgress(rn *run, completed, failed uint64) bool {
+	if r.sendProgress(rn, completed, failed) {
+		return true // the session's flush sends it
+	}
 	ctx, cancel := context.WithTimeout(rn.ctx, reportTimeout)
 	defer cancel()
 	req := &api.ProgressRequest{Updates: []api.ProgressUpdate{{
@@ -84,6 +88,7 @@ func (r *Runner) reportProgress(rn *run, completed, failed uint64) bool {
 // retried with backoff, at most maxEndAttempts times; a worker that gives
 // up stops running the workflow and the manager reschedules it.
 func (r *Runner) finish(rn *run, completed, failed uint64) {
+	r.dropProgress(rn) // the end report carries the final counters
 	msg := FailureMessage(rn.lease.Spec, completed, failed)
 	req := &api.WorkflowEndRequest{Workflow: rn.key.workflow, LeaseFence: rn.key.fence,
 		Completed: completed, Failed: failed, Error: msg}

@@ -28,6 +28,7 @@ type workerFlags struct {
 	id       string
 	token    string
 	logLevel string
+	progress string
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -38,7 +39,8 @@ func newWorkerCmd() *cobra.Command {
 		Long: `worker registers with the managers of --region, leases up to --capacity
 workflows at a time and runs each as a synthetic load drawn from its spec
 (duration, rate of simulated requests, failure ratio), reporting progress
-and the workflow's end. It stops a workflow as soon as the managers say so
+(over the managers' UDP data plane when they offer one; --progress tcp or
+http otherwise) and the workflow's end. It stops a workflow as soon as the managers say so
 or its lease moves on, and stops every workflow when it cannot heartbeat.
 
 --manager defaults to the managers of --region in ./` + devClusterFile + `, and
@@ -65,6 +67,8 @@ the region at once) and exits 0.`,
 	fs.StringVar(&f.id, "id", "", "worker id, e.g. w-use1-1 (default: one the manager chooses)")
 	fs.StringVar(&f.token, "token", "", "bearer token (env "+envToken+"; default: the token of ./"+devClusterFile+")")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.progress, "progress", worker.ProgressUDP,
+		"how progress is sent: udp (the data plane; http when the manager offers none), tcp (the data plane over TCP) or http")
 	return cmd
 }
 
@@ -86,7 +90,7 @@ func (f *workerFlags) config(logOut io.Writer) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, usageError{err}
 	}
-	cfg := worker.Config{Client: c, Region: f.region, Capacity: f.capacity, WorkerID: f.id,
+	cfg := worker.Config{Client: c, Region: f.region, Capacity: f.capacity, WorkerID: f.id, Progress: f.progress,
 		Logger: slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))}
 	if _, err := worker.New(cfg); err != nil { // the same checks Run's New makes
 		return worker.Config{}, usageError{err}

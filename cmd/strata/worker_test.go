@@ -112,6 +112,7 @@ func TestWorker_BadFlagsAreUsageErrors(t *testing.T) {
 		{"bad region", append(base, "--region", "US-East"), "region"},
 		{"bad id", append(base, "--region", "use1", "--id", "w/1"), "worker id"},
 		{"bad log level", append(base, "--region", "use1", "--log-level", "loud"), "--log-level"},
+		{"bad progress transport", append(base, "--region", "use1", "--progress", "pigeon"), "progress \"pigeon\""},
 		{"bad manager address", []string{"worker", "--region", "use1", "--manager", "ftp://x:1"}, "scheme"},
 		{"stray argument", append(base, "--region", "use1", "extra"), "unknown command"},
 		{"no manager and no cluster file", []string{"worker", "--region", "use1"}, "--manager"},

@@ -43,7 +43,24 @@ type RegisterWorkerResponse struct {
 	// its leases; HeartbeatInterval is how often it should heartbeat.
 	AckWindow         fsm.Duration `json:"ack_window"`
 	HeartbeatInterval fsm.Duration `json:"heartbeat_interval"`
+	// DataPlane is where and how to send progress frames (the progress
+	// data plane, transport/progress); absent when the answering manager
+	// has no data_plane_addr.
+	DataPlane *DataPlaneAccess `json:"data_plane,omitempty"`
 	WriteResponse
+}
+
+// DataPlaneAccess is a registration's access to the progress data plane:
+// the answering manager's addresses and the registration's key. The key
+// is secret: it is only ever sent in the answer to the worker's own
+// registration, and works against every manager of the region (each
+// derives it) until the worker registers again.
+type DataPlaneAccess struct {
+	UDPAddr string `json:"udp_addr"`
+	TCPAddr string `json:"tcp_addr"`
+	KeyID   uint32 `json:"key_id"`
+	// Key is the frames' HMAC key, base64 (standard, padded).
+	Key string `json:"key"`
 }
 
 // RunningWorkflow names a workflow a worker is running under a lease.

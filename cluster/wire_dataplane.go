@@ -1,0 +1,230 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/httpapi"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/progress"
+)
+
+// The progress data plane on a manager (issue 14): a progress.Receiver on
+// data_plane_addr (UDP and TCP) folds workers' frames; every
+// dataPlaneFlushInterval the changed aggregates become WorkflowProgress
+// events (the HTTP progress call's, httpapi.DataPlaneEvents) submitted at
+// LOCAL through the node's pipeline, which group-commits them to the
+// NodeWAL and climbs them to the regional ledger (a follower's forwards
+// them to the leader). Any manager of the region serves any worker: the
+// keys are derived (dataplane_views.go), not handed between managers.
+
+// Data-plane timings and bounds.
+const (
+	// dataPlaneFlushInterval is how often aggregates reach the pipeline
+	// (DESIGN §4: the regional ledger every 500 ms).
+	dataPlaneFlushInterval = 500 * time.Millisecond
+	// dataPlaneSweepEvery: every this many flushes, aggregates whose
+	// lease ended (and whose counters were submitted) are forgotten.
+	dataPlaneSweepEvery = 10
+	// dataPlaneFinalFlush bounds the last flush at Close.
+	dataPlaneFinalFlush = 2 * time.Second
+	// dataPlaneBatchEvents bounds one Submit (the ledger's batch limit).
+	dataPlaneBatchEvents = fsm.MaxBatchEvents
+)
+
+// aggKey names one aggregate: a workflow as one worker reports it.
+type aggKey struct{ workflow, worker string }
+
+// dataPlane is the manager's receiver and its flush loop.
+type dataPlane struct {
+	n     *Node
+	rcv   *progress.Receiver
+	addr  string // data_plane_addr, as advertised in gossip
+	keys  *regKeys
+	flush prometheus.Histogram
+
+	// Owned by the flush loop.
+	pending map[aggKey]progress.Progress // drained, not yet submitted
+	tracked map[aggKey]uint64            // in the receiver: its fence
+	flushes int
+
+	closeOnce sync.Once
+}
+
+// openDataPlane starts the receiver on a manager with a data_plane_addr;
+// runDataPlane starts its flush loop once the API exists.
+func (n *Node) openDataPlane() error {
+	if n.role.gate || n.cfg.DataPlaneAddr == "" {
+		return nil
+	}
+	d := &dataPlane{n: n, addr: n.cfg.DataPlaneAddr, pending: map[aggKey]progress.Progress{}, tracked: map[aggKey]uint64{},
+		keys: &regKeys{token: n.cfg.ClusterToken, store: n.store, now: time.Now},
+		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_duration_seconds",
+			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."})}
+	if err := n.reg.Register(d.flush); err != nil {
+		return err
+	}
+	rcv, err := progress.New(progress.Config{UDPAddr: d.addr, TCPAddr: d.addr, Keys: d.keys,
+		Leases: &leaseTable{store: n.store, now: time.Now}, Registerer: n.reg, Logger: n.log.With("component", "progress")})
+	if err != nil {
+		return err
+	}
+	if err := rcv.Start(); err != nil {
+		return err
+	}
+	d.rcv, n.dp = rcv, d
+	return nil
+}
+
+// runDataPlane runs the flush loop until the node closes.
+func (n *Node) runDataPlane() {
+	if n.dp != nil {
+		n.bg.Go(func() { n.dp.run(n.ctx) })
+	}
+}
+
+// dataPlaneAPI is the receiver as the worker API sees it, nil without one.
+func (n *Node) dataPlaneAPI() httpapi.DataPlane {
+	if n.dp == nil {
+		return nil
+	}
+	return n.dp
+}
+
+// Access is the data-plane access of worker's registration joined at
+// joined; only the registration answer carries it.
+func (d *dataPlane) Access(worker string, joined hlc.Timestamp) api.DataPlaneAccess {
+	rk := registrationKey(d.keys.token, &fsm.WorkerState{ID: worker, HLC: joined})
+	return api.DataPlaneAccess{UDPAddr: d.addr, TCPAddr: d.addr, KeyID: rk.id, Key: base64.StdEncoding.EncodeToString(rk.key)}
+}
+
+// QueueFill is the receive queue's fill (the heartbeat's backpressure).
+func (d *dataPlane) QueueFill() float64 { return d.rcv.QueueFill() }
+
+// close closes the receiver (once): it folds what is queued.
+func (d *dataPlane) close() {
+	d.closeOnce.Do(func() { _ = d.rcv.Close() })
+}
+
+// run flushes every dataPlaneFlushInterval; at the end it stops the
+// receiver and flushes what it folded last.
+func (d *dataPlane) run(ctx context.Context) {
+	t := time.NewTicker(dataPlaneFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			d.flushOnce(ctx)
+		case <-ctx.Done():
+			d.close()
+			fctx, cancel := context.WithTimeout(context.Background(), dataPlaneFinalFlush)
+			d.flushOnce(fctx)
+			cancel()
+			return
+		}
+	}
+}
+
+// flushOnce submits what changed since the last flush, and what an
+// earlier flush could not submit; every few flushes it forgets the
+// aggregates of leases that ended.
+func (d *dataPlane) flushOnce(ctx context.Context) {
+	start := time.Now()
+	for _, p := range d.rcv.Drain() {
+		k := aggKey{p.Workflow, p.Worker}
+		d.pending[k], d.tracked[k] = p, p.Fence
+	}
+	if len(d.pending) > 0 {
+		d.submit(ctx)
+		d.flush.Observe(time.Since(start).Seconds())
+	}
+	if d.flushes++; d.flushes%dataPlaneSweepEvery == 0 {
+		d.sweep()
+	}
+}
+
+// submit proposes the pending aggregates at LOCAL, in batches of at most
+// dataPlaneBatchEvents; an aggregate the ledger check refuses is dropped
+// from pending (its lease moved on), one whose Submit failed stays for
+// the next flush.
+func (d *dataPlane) submit(ctx context.Context) {
+	ups := pendingUpdates(d.pending)
+	events, passed, err := d.n.api.DataPlaneEvents(ups)
+	if err != nil {
+		d.n.log.Warn("progress flush: read ledger", "err", err)
+		return
+	}
+	var owners []aggKey // owners[k]: the aggregate of events[k]
+	for i, u := range ups {
+		if k := (aggKey{u.Workflow, u.Worker}); passed[i] {
+			owners = append(owners, k)
+		} else {
+			delete(d.pending, k)
+		}
+	}
+	for lo := 0; lo < len(events); lo += dataPlaneBatchEvents {
+		hi := min(lo+dataPlaneBatchEvents, len(events))
+		if _, err := d.n.pipe.Submit(ctx, events[lo:hi], commit.DurabilityLocal); err != nil {
+			d.n.log.Warn("progress flush: submit", "events", hi-lo, "err", err)
+			continue
+		}
+		for _, k := range owners[lo:hi] {
+			delete(d.pending, k)
+		}
+	}
+}
+
+// pendingUpdates is pending as the worker API's updates, in a stable
+// order (workflow, worker).
+func pendingUpdates(pending map[aggKey]progress.Progress) []httpapi.DataPlaneUpdate {
+	ups := make([]httpapi.DataPlaneUpdate, 0, len(pending))
+	for _, p := range pending {
+		ups = append(ups, httpapi.DataPlaneUpdate{Worker: p.Worker, Workflow: p.Workflow, Fence: p.Fence,
+			Completed: p.Completed, Failed: p.Failed})
+	}
+	slices.SortFunc(ups, func(a, b httpapi.DataPlaneUpdate) int {
+		return cmp.Or(cmp.Compare(a.Workflow, b.Workflow), cmp.Compare(a.Worker, b.Worker))
+	})
+	return ups
+}
+
+// sweep forgets the aggregates whose lease is no longer held at their
+// fence and that have nothing left to submit: their last counters are
+// committed (or were refused), and without Forget the receiver would keep
+// them for ever. A worker's later frame for a forgotten aggregate is
+// refused by Holds, or, under a new lease, starts it afresh.
+func (d *dataPlane) sweep() {
+	var ended []aggKey
+	err := d.n.store.View(func(tx fsm.ReadTx) error {
+		for k, fence := range d.tracked {
+			if _, waiting := d.pending[k]; waiting {
+				continue
+			}
+			wf, err := tx.Workflow(k.workflow)
+			if err != nil {
+				return err
+			}
+			if h := holderOf(wf); h.worker != k.worker || h.fence != fence {
+				ended = append(ended, k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		d.n.log.Warn("progress sweep: read ledger", "err", err)
+		return
+	}
+	for _, k := range ended {
+		d.rcv.Forget(k.workflow, k.worker)
+		delete(d.tracked, k)
+	}
+}
