@@ -106,7 +106,10 @@ func TestFinding4_HugeMethodsDoNotGrowTheHeapOrTheMetrics(t *testing.T) {
 	delta := int64(after) - int64(before)
 	t.Logf("heap %d KiB before, %d KiB after %d requests with huge methods, paths and headers: %+d KiB (%d over the header limit)",
 		before>>10, after>>10, requests, delta>>10, tooLarge)
-	if delta > 5<<20 {
+	// The process holds six live nodes whose background work (replica
+	// checks, reconcilers off) allocates too: "a few MB" of slack, against
+	// the ~45 MB a request kept each would leave.
+	if delta > 8<<20 {
 		t.Fatalf("heap grew %d KiB after %d requests with huge methods, paths and headers", delta>>10, requests)
 	}
 	if tooLarge < requests/5 {
