@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/cluster/replica"
@@ -61,10 +62,12 @@ func TestReplicaCheck_AlteredStoreIsFoundAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	began := time.Now()
 	n := c.start(victim)
 	// It finds its ledger divergent, rebuilds it from the leader's
 	// snapshot, checks again and only then reports ready.
 	c.waitReady(victim)
+	t.Logf("gate %s: started, found divergent, rebuilt from the leader and verified in %s", victim, time.Since(began))
 	if v := testkit.MetricValue(t, n.reg, "strata_antientropy_repairs_total", "kind", "replica"); v < 1 {
 		t.Fatalf("ready without a repair: strata_antientropy_repairs_total = %v", v)
 	}
@@ -146,8 +149,10 @@ func TestReplicaCheck_EditedManagerStoreIsRebuilt(t *testing.T) {
 	// store cannot see, which only the replica check finds.
 	writeCleanMarker(t, filepath.Join(c.cfg(victim).DataDir, "ledger.db.state"), txid)
 
+	began := time.Now()
 	n := c.start(victim)
 	c.waitReady(victim)
+	t.Logf("manager %s: started, found divergent, rebuilt from the leader and verified in %s", victim, time.Since(began))
 	if v := testkit.MetricValue(t, n.reg, "strata_antientropy_repairs_total", "kind", "replica"); v < 1 {
 		t.Fatalf("ready without a repair: strata_antientropy_repairs_total = %v", v)
 	}

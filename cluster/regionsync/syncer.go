@@ -102,7 +102,7 @@ func New(cfg Config) (*Syncer, error) {
 		repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_repairs_total",
 			Help: "Anti-entropy repairs by kind.", ConstLabels: kind}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_bytes_total",
-			Help: "Bytes anti-entropy comparisons exchanged, both directions."}),
+			Help: "Bytes anti-entropy comparisons exchanged, both directions, by kind.", ConstLabels: kind}),
 		duration: hist,
 	}}
 	if cfg.Registerer != nil {

@@ -85,6 +85,8 @@ type Checker struct {
 type metrics struct {
 	rounds    prometheus.Counter
 	divergent prometheus.Gauge
+	diffs     prometheus.Counter
+	bytes     prometheus.Counter
 	repairs   prometheus.Counter
 	duration  prometheus.Observer
 }
@@ -108,13 +110,17 @@ func New(cfg Config) (*Checker, error) {
 			Help: "1 while this node's ledger differs from the one its group agrees on."}),
 		repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_repairs_total",
 			Help: "Anti-entropy repairs by kind.", ConstLabels: prometheus.Labels{"kind": "replica"}}),
+		diffs: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_differences_total",
+			Help: "Records found different by anti-entropy, by kind.", ConstLabels: prometheus.Labels{"kind": "replica"}}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_antientropy_bytes_total",
+			Help: "Bytes anti-entropy comparisons exchanged, both directions, by kind.", ConstLabels: prometheus.Labels{"kind": "replica"}}),
 	}}
 	hist := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_antientropy_round_duration_seconds",
 		Help: "Duration of anti-entropy rounds by kind.", ConstLabels: prometheus.Labels{"kind": "replica"},
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)})
 	c.m.duration = hist
 	if cfg.Registerer != nil {
-		for _, col := range []prometheus.Collector{c.m.rounds, c.m.divergent, c.m.repairs, hist} {
+		for _, col := range []prometheus.Collector{c.m.rounds, c.m.divergent, c.m.diffs, c.m.bytes, c.m.repairs, hist} {
 			if err := cfg.Registerer.Register(col); err != nil {
 				return nil, err
 			}
@@ -156,6 +162,7 @@ func (c *Checker) Run(ctx context.Context) {
 			c.m.duration.Observe(time.Since(start).Seconds())
 			c.setVerdict(v)
 			if v.State == Divergent {
+				c.m.diffs.Inc()
 				c.repair(ctx)
 			}
 		} else if ctx.Err() == nil {
@@ -309,6 +316,7 @@ func (c *Checker) fetch(ctx context.Context, addr string, mark bool) (answer, er
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	c.m.bytes.Add(float64(len(body)))
 	if err != nil {
 		return answer{}, err
 	}
