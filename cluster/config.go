@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-ledger/strata/antientropy"
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/backup"
 	"github.com/strata-ledger/strata/cluster/chaincheck"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/members"
@@ -98,6 +99,17 @@ type NodeConfig struct {
 	// ChainVerifyInterval is how often a gate recomputes every tenant's
 	// audit chain (and once at start).
 	ChainVerifyInterval time.Duration `koanf:"chain_verify_interval"`
+
+	// Backup: scheduled, proved backups of the node's group while it
+	// leads (cluster/backup); none without a dir.
+	Backup BackupConfig `koanf:"backup"`
+}
+
+// BackupConfig is the backup: {dir, interval, retain} block.
+type BackupConfig struct {
+	Dir      string        `koanf:"dir"`
+	Interval time.Duration `koanf:"interval"`
+	Retain   int           `koanf:"retain"`
 }
 
 // DefaultNodeConfig returns the defaults every loaded config starts from.
@@ -116,6 +128,7 @@ func DefaultNodeConfig() NodeConfig {
 		AntiEntropyDepth:    DefaultAntiEntropyDepth,
 		AntiEntropyInterval: replica.DefaultInterval,
 		ChainVerifyInterval: chaincheck.DefaultInterval,
+		Backup:              BackupConfig{Interval: backup.DefaultInterval, Retain: backup.DefaultRetain},
 	}
 }
 
@@ -163,6 +176,9 @@ func (c *NodeConfig) Validate() error {
 	}
 	if c.AntiEntropyInterval <= 0 || c.ChainVerifyInterval <= 0 {
 		bad("antientropy_interval, chain_verify_interval", "durations must be positive")
+	}
+	if c.Backup.Dir != "" && (c.Backup.Interval < time.Second || c.Backup.Retain < 1) {
+		bad("backup", "interval %s must be at least 1s and retain %d at least 1", c.Backup.Interval, c.Backup.Retain)
 	}
 	if _, err := auth.NewAuthenticator(c.Tokens); err != nil {
 		bad("tokens", "%v", err)

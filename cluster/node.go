@@ -20,6 +20,7 @@ import (
 	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/cluster/aestatus"
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/backup"
 	"github.com/strata-ledger/strata/cluster/chaincheck"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/group"
@@ -193,6 +194,14 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	n.bg.Go(func() { n.replica.Run(n.ctx) })
 	if n.regionSync != nil {
 		n.bg.Go(func() { n.regionSync.Run(n.ctx) })
+	}
+	if cfg.Backup.Dir != "" {
+		b, err := backup.New(backup.Config{Dir: cfg.Backup.Dir, Interval: cfg.Backup.Interval, Retain: cfg.Backup.Retain,
+			Group: n.role.group, Ledger: n.ledger, IsLeader: n.raft.IsLeader, Logger: n.log.With("component", "backup"), Registerer: n.reg})
+		if err != nil {
+			return nil, err
+		}
+		n.bg.Go(func() { b.Run(n.ctx) })
 	}
 	if n.role.gate {
 		cc, err := chaincheck.New(n.ledger, cfg.ChainVerifyInterval, n.log.With("component", "chain-check"), n.reg)

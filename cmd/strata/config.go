@@ -46,6 +46,12 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.Duration("worker_ack_window", d.WorkerAckWindow, "how long a worker may stay silent before it loses its leases")
 	fs.Duration("reconcile_interval", d.ReconcileInterval, "how often a leader's reconcilers look at the ledger")
 	fs.Duration("breaker_cooldown", d.BreakerCooldown, "how long the forwarder's open breaker waits before a probe")
+	fs.Int("antientropy_depth", d.AntiEntropyDepth, "depth of every node's Merkle tree (the same on every node)")
+	fs.Duration("antientropy_interval", d.AntiEntropyInterval, "how often replica checks and regional anti-entropy rounds run")
+	fs.Duration("chain_verify_interval", d.ChainVerifyInterval, "how often a gate verifies every tenant's audit chain")
+	fs.String("backup.dir", "", "directory of scheduled, proved backups of the node's group (none if empty)")
+	fs.Duration("backup.interval", d.Backup.Interval, "how often the group's leader writes a backup")
+	fs.Int("backup.retain", d.Backup.Retain, "how many backups of the group to keep")
 	// --enable-fault-injection and --enable_fault_injection are one flag.
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
@@ -99,6 +105,9 @@ func envKey(k, v string) (string, any) {
 	switch key {
 	case "join", "join_wan":
 		return key, strings.Split(v, ",")
+	}
+	if rest, ok := strings.CutPrefix(key, "backup_"); ok {
+		return "backup." + rest, v // STRATA_BACKUP_DIR is backup.dir
 	}
 	return key, v
 }

@@ -73,3 +73,32 @@ func TestLoadNodeConfig_InvalidIsUsageError(t *testing.T) {
 		t.Fatalf("got %v, want a usage error", err)
 	}
 }
+
+// The backup block: nested in YAML, STRATA_BACKUP_* in the environment,
+// --backup.* flags; defaults for what is not set.
+func TestLoadNodeConfig_BackupBlock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gate1.yaml")
+	if err := os.WriteFile(path, []byte(baseYAML+"backup:\n  dir: /var/backups/strata\n  interval: 10m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addNodeFlags(fs)
+	if err := fs.Parse([]string{"--config", path, "--backup.interval", "20m"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadNodeConfig(fs, []string{"STRATA_BACKUP_RETAIN=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Backup.Dir != "/var/backups/strata" || cfg.Backup.Interval != 20*time.Minute || cfg.Backup.Retain != 5 {
+		t.Fatalf("backup %+v", cfg.Backup)
+	}
+	fs = pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addNodeFlags(fs)
+	if err := fs.Parse([]string{"--config", path, "--backup.retain", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadNodeConfig(fs, nil); err == nil {
+		t.Fatal("retain 0 accepted")
+	}
+}

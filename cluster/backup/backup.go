@@ -1,0 +1,297 @@
+// Package backup writes a group's scheduled backups (issue 15, DESIGN §11):
+// on the group's leader, every interval, a snapshot of the ledger (the
+// record stream, fsm.Ledger.SnapshotRecords: checksummed, with the ledger
+// digest in its trailer) is written atomically into a directory, unless
+// nothing was applied since the last one; each is then proved by
+// restoring it into a scratch store, which checks every checksum and
+// recomputes the digest against the trailer, before it counts as good.
+// The oldest are removed beyond Retain. A directory is the interface:
+// syncing it to object storage is the operator's tool's job.
+//
+// Run is the only goroutine; Once may be called by tests and operators
+// through it. Names: <group>-<applied index, 20 digits>-<unix ms>.snap.
+package backup
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/fsm/boltstore"
+)
+
+// Defaults of Config.
+const (
+	DefaultInterval = time.Hour
+	DefaultRetain   = 24
+	// trailerDigestFromEnd: a record stream ends with the ledger digest
+	// (32 bytes) then a CRC-32C (4 bytes).
+	trailerDigestFromEnd = 32 + 4
+)
+
+// Ledger is what a backup reads.
+type Ledger interface {
+	SnapshotRecords(w io.Writer) error
+	AppliedIndex() uint64
+}
+
+// Config configures Backups.
+type Config struct {
+	Dir      string
+	Interval time.Duration
+	Retain   int
+	// Group names the files (group.GlobalName or the region).
+	Group      string
+	Ledger     Ledger
+	IsLeader   func() bool
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Result is one backup's outcome.
+type Result struct {
+	Path    string
+	Index   uint64
+	Bytes   int64
+	Digest  fsm.Hash
+	Skipped bool // nothing applied since the last backup
+}
+
+// Backups runs a group's scheduled backups.
+type Backups struct {
+	cfg Config
+	m   metrics
+
+	mu        sync.Mutex // one backup at a time
+	lastIndex uint64
+}
+
+type metrics struct {
+	written, skipped, failed prometheus.Counter
+	lastIndex, lastSuccess   prometheus.Gauge
+	bytes                    prometheus.Gauge
+}
+
+// New checks cfg and returns Backups.
+func New(cfg Config) (*Backups, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Retain == 0 {
+		cfg.Retain = DefaultRetain
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.Dir == "" || cfg.Group == "" || cfg.Ledger == nil || cfg.IsLeader == nil:
+		return nil, errors.New("backup: Dir, Group, Ledger and IsLeader are required")
+	case cfg.Interval < time.Second || cfg.Retain < 1:
+		return nil, fmt.Errorf("backup: interval %s (at least 1s) and retain %d (at least 1)", cfg.Interval, cfg.Retain)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	b := &Backups{cfg: cfg, m: metrics{
+		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_backup_written_total", Help: "Backups written and proved."}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_backup_skipped_total", Help: "Backups skipped: nothing applied since the last."}),
+		failed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_backup_failed_total", Help: "Backups that failed to write or to prove."}),
+		lastIndex: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strata_backup_last_index",
+			Help: "Applied index of the last proved backup."}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strata_backup_last_success_timestamp_seconds",
+			Help: "When the last backup was proved."}),
+		bytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strata_backup_last_bytes", Help: "Size of the last proved backup."}),
+	}}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{b.m.written, b.m.skipped, b.m.failed, b.m.lastIndex, b.m.lastSuccess, b.m.bytes} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b, nil
+}
+
+// Run backs up every interval while this node leads its group.
+func (b *Backups) Run(ctx context.Context) {
+	t := time.NewTicker(b.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		if !b.cfg.IsLeader() {
+			continue
+		}
+		if res, err := b.Once(); err != nil {
+			b.cfg.Logger.Error("backup failed", "err", err)
+		} else if !res.Skipped {
+			b.cfg.Logger.Info("backup written and proved", "path", res.Path, "index", res.Index, "bytes", res.Bytes)
+		}
+	}
+}
+
+// Once writes one backup and proves it, unless nothing was applied since
+// the last one.
+func (b *Backups) Once() (Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	index := b.cfg.Ledger.AppliedIndex()
+	if index == b.lastIndex {
+		b.m.skipped.Inc()
+		return Result{Index: index, Skipped: true}, nil
+	}
+	res, err := b.write()
+	if err == nil {
+		err = prove(res.Path, res.Digest)
+		if err != nil {
+			_ = os.Remove(res.Path)
+		}
+	}
+	if err != nil {
+		b.m.failed.Inc()
+		return res, fmt.Errorf("backup: %w", err)
+	}
+	b.lastIndex = res.Index
+	b.m.written.Inc()
+	b.m.lastIndex.Set(float64(res.Index))
+	b.m.lastSuccess.Set(float64(b.cfg.Now().Unix()))
+	b.m.bytes.Set(float64(res.Bytes))
+	return res, b.prune()
+}
+
+// write streams the snapshot into a temporary file, fsyncs it and renames
+// it into place.
+func (b *Backups) write() (Result, error) {
+	tmp, err := os.CreateTemp(b.cfg.Dir, ".backup-*.tmp")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.Remove(tmp.Name())
+	err = b.cfg.Ledger.SnapshotRecords(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	var res Result
+	if err == nil {
+		res, err = describe(tmp)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	res.Path = filepath.Join(b.cfg.Dir, fmt.Sprintf("%s-%020d-%d.snap", b.cfg.Group, res.Index, b.cfg.Now().UnixMilli()))
+	if err := os.Rename(tmp.Name(), res.Path); err != nil {
+		return Result{}, err
+	}
+	return res, syncDir(b.cfg.Dir)
+}
+
+// describe reads a record stream's applied index (header) and ledger
+// digest (trailer).
+func describe(f *os.File) (Result, error) {
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil || size < fsm.SnapshotHeaderLen+trailerDigestFromEnd {
+		return Result{}, fmt.Errorf("snapshot of %d bytes: %v", size, err)
+	}
+	hdr := make([]byte, fsm.SnapshotHeaderLen)
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		return Result{}, err
+	}
+	h, err := fsm.DecodeSnapshotHeader(hdr)
+	if err != nil {
+		return Result{}, err
+	}
+	var d fsm.Hash
+	if _, err := f.ReadAt(d[:], size-trailerDigestFromEnd); err != nil {
+		return Result{}, err
+	}
+	return Result{Index: h.AppliedIndex, Bytes: size, Digest: d}, nil
+}
+
+// prove restores the backup into a scratch store, which checks every
+// record and checksum and the ledger digest against the trailer, and
+// compares the restored ledger's digest with want.
+func prove(path string, want fsm.Hash) error {
+	dir, err := os.MkdirTemp("", "strata-backup-proof-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(dir, "ledger.db")})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	led, err := fsm.New(fsm.Config{Store: st})
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := led.Restore(f); err != nil {
+		return fmt.Errorf("prove %s: %w", filepath.Base(path), err)
+	}
+	got, _, err := led.Digest()
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("prove %s: restored digest %s, the backup's %s", filepath.Base(path), hex.EncodeToString(got[:8]), hex.EncodeToString(want[:8]))
+	}
+	return nil
+}
+
+// prune removes this group's oldest backups beyond Retain.
+func (b *Backups) prune() error {
+	entries, err := os.ReadDir(b.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	var mine []string
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, b.cfg.Group+"-") && strings.HasSuffix(name, ".snap") {
+			mine = append(mine, name)
+		}
+	}
+	slices.Sort(mine) // the index is zero-padded: oldest first
+	for len(mine) > b.cfg.Retain {
+		if err := os.Remove(filepath.Join(b.cfg.Dir, mine[0])); err != nil {
+			return err
+		}
+		mine = mine[1:]
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
