@@ -233,29 +233,7 @@ func describe(f *os.File) (Result, error) {
 // record and checksum and the ledger digest against the trailer, and
 // compares the restored ledger's digest with want.
 func prove(path string, want fsm.Hash) error {
-	dir, err := os.MkdirTemp("", "strata-backup-proof-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(dir, "ledger.db")})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	led, err := fsm.New(fsm.Config{Store: st})
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := led.Restore(f); err != nil {
-		return fmt.Errorf("prove %s: %w", filepath.Base(path), err)
-	}
-	got, _, err := led.Digest()
+	_, got, err := Prove(path)
 	if err != nil {
 		return err
 	}
@@ -263,6 +241,37 @@ func prove(path string, want fsm.Hash) error {
 		return fmt.Errorf("prove %s: restored digest %s, the backup's %s", filepath.Base(path), hex.EncodeToString(got[:8]), hex.EncodeToString(want[:8]))
 	}
 	return nil
+}
+
+// Prove restores the ledger snapshot at path (either kind) into a scratch
+// bbolt store, which checks its header, every record and checksum (and,
+// for a record stream, the ledger digest against its trailer), and
+// returns its applied index and the restored ledger's digest.
+func Prove(path string) (uint64, fsm.Hash, error) {
+	dir, err := os.MkdirTemp("", "strata-snapshot-proof-")
+	if err != nil {
+		return 0, fsm.Hash{}, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(dir, "ledger.db")})
+	if err != nil {
+		return 0, fsm.Hash{}, err
+	}
+	defer st.Close()
+	led, err := fsm.New(fsm.Config{Store: st})
+	if err != nil {
+		return 0, fsm.Hash{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fsm.Hash{}, err
+	}
+	defer f.Close()
+	if err := led.Restore(f); err != nil {
+		return 0, fsm.Hash{}, fmt.Errorf("prove %s: %w", filepath.Base(path), err)
+	}
+	d, _, err := led.Digest()
+	return led.AppliedIndex(), d, err
 }
 
 // prune removes this group's oldest backups beyond Retain.

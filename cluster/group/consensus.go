@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -148,6 +149,15 @@ func (g *Group) TransferLeadership(to string) error {
 		return err
 	}
 	return g.Raft.LeadershipTransferToServer(raft.ServerID(s.ID), raft.ServerAddress(s.Addr)).Error()
+}
+
+// RestoreSnapshot makes the group take on a ledger snapshot of size bytes
+// whose header names index (disaster recovery; the leader only). Raft
+// keeps its current configuration, puts the snapshot after its last
+// index and installs it on the followers. The ledger's applied index
+// becomes the snapshot's, below Raft's, so every later entry applies.
+func (g *Group) RestoreSnapshot(index uint64, size int64, r io.Reader, timeout time.Duration) error {
+	return g.Raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}, r, timeout)
 }
 
 // Barrier returns once every entry committed before it is applied here

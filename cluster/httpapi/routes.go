@@ -70,7 +70,7 @@ func (sv *Server) routes() http.Handler {
 	handle("/v1/chain/verify", route{"GET": g(jobRead, sv.handleVerifyChain)})
 	handle("/v1/export", route{"GET": g(jobRead, sv.handleExport)})
 	handle("/v1/import", route{"POST": g(rule{access: operatorOnly, home: gates}, sv.handleImport)})
-	handle("/v1/snapshot", route{"GET": g(operator, sv.handleSnapshot)})
+	handle("/v1/snapshot", route{"GET": g(operator, sv.handleSnapshot), "POST": g(operator, sv.handleRestoreSnapshot)})
 	handle("/v1/writes/{node}/{lsn}", route{"GET": g(token, sv.handleWriteStatus)})
 
 	handle("/v1/workers", route{"POST": g(worker, sv.handleRegisterWorker)})

@@ -27,6 +27,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -97,6 +98,7 @@ type Consensus interface {
 	AddServer(id, addr string, voter bool, timeout time.Duration) (uint64, error)
 	RemoveServer(id string, timeout time.Duration) (uint64, error)
 	TransferLeadership(to string) error
+	RestoreSnapshot(index uint64, size int64, r io.Reader, timeout time.Duration) error
 }
 
 // Applied is the ledger's applied index with a broadcast on advance.

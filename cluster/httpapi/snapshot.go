@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/backup"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -25,4 +30,62 @@ func (sv *Server) handleSnapshot(w http.ResponseWriter, _ *http.Request, _ *call
 	if err := sv.cfg.Ledger.Snapshot(w); err != nil {
 		sv.abortStream(err)
 	}
+}
+
+// POST /v1/snapshot (operator, the group's leader): disaster recovery —
+// the group takes on the snapshot in the body (a GET /v1/snapshot or a
+// backup of this group). It is proved first by a restore into a scratch
+// store (a damaged one is a 400 and changes nothing), then handed to
+// Raft, which keeps its configuration, installs it on every follower and
+// answers once a follower has it. Only for recovery: the group's writes
+// since the snapshot are gone.
+
+const (
+	// MaxRestoreBytes bounds a snapshot's upload.
+	MaxRestoreBytes = 4 << 30
+	// restoreTimeout bounds handing the snapshot to Raft.
+	restoreTimeout = 10 * time.Minute
+)
+
+func (sv *Server) handleRestoreSnapshot(w http.ResponseWriter, r *http.Request, _ *call) {
+	if !sv.cfg.Consensus.IsLeader() {
+		l := sv.cfg.Consensus.Leader()
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusMisdirectedRequest, Code: httpx.CodeUnavailable,
+			Message: fmt.Sprintf("restore a snapshot at the leader of group %s (%s)", sv.cfg.Group, orDash(l.ID)),
+			Details: map[string]any{"leader": l.ID}})
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(maxSnapshotDuration))
+	sv.extendWriteDeadline(w, maxSnapshotDuration)
+	f, size, err := spoolBody(r, MaxRestoreBytes)
+	if f != nil {
+		defer os.Remove(f.Name())
+		defer f.Close()
+	}
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	index, digest, err := backup.Prove(f.Name())
+	if err != nil {
+		httpx.WriteError(w, httpx.BadRequest("snapshot: %v", err))
+		return
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: err.Error()})
+		return
+	}
+	if err := sv.cfg.Consensus.RestoreSnapshot(index, size, f, restoreTimeout); err != nil {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "restore: " + err.Error()})
+		return
+	}
+	sv.log.Warn("group restored from an uploaded snapshot", "group", sv.cfg.Group, "snapshot_index", index)
+	httpx.WriteJSON(w, http.StatusOK, api.RestoreResponse{Group: sv.cfg.Group, SnapshotIndex: index, Digest: digest.String()})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -19,7 +19,7 @@ func newSnapshotCmd() *cobra.Command {
 		Use:   "snapshot",
 		Short: "Save a node's ledger snapshot, or inspect one offline",
 	}
-	cmd.AddCommand(newSnapshotSaveCmd(), newSnapshotInspectCmd())
+	cmd.AddCommand(newSnapshotSaveCmd(), newSnapshotInspectCmd(), newSnapshotRestoreCmd())
 	return cmd
 }
 
@@ -52,6 +52,37 @@ func newSnapshotSaveCmd() *cobra.Command {
 		return nil
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "the file to write (required)")
+	return cmd
+}
+
+func newSnapshotRestoreCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "restore FILE --addr LEADER",
+		Short: "Disaster recovery: make a group take on a snapshot (POST /v1/snapshot at its leader, operator token)",
+		Long: `Send FILE (strata snapshot save, or a backup of the group) to the group's
+leader, which proves it by a restore into a scratch store, then hands it to
+Raft: every member takes on its state, and the group's writes since the
+snapshot are gone. Only for recovery.`,
+		Args: cobra.ExactArgs(1),
+	}
+	f := addTargetFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := f.client()
+		if err != nil {
+			return err
+		}
+		file, err := os.Open(args[0])
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		res, err := c.RestoreSnapshot(cmd.Context(), file)
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", args[0], err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "group %s restored to the snapshot at index %d (digest %s)\n", res.Group, res.SnapshotIndex, res.Digest)
+		return nil
+	}
 	return cmd
 }
 

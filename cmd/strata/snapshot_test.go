@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,13 +36,18 @@ func TestSnapshot_SaveAndInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var restored []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/snapshot" {
+		switch {
+		case r.URL.Path != "/v1/snapshot":
 			writeAPIError(w, http.StatusNotFound, api.CodeNotFound, "no")
-			return
+		case r.Method == http.MethodPost:
+			restored, _ = io.ReadAll(r.Body)
+			writeValue(w, http.StatusOK, api.RestoreResponse{Group: "global", SnapshotIndex: 1, Digest: want.String()})
+		default:
+			w.Header().Set(api.HeaderSnapshotGroup, "global")
+			_, _ = w.Write(snap.Bytes())
 		}
-		w.Header().Set(api.HeaderSnapshotGroup, "global")
-		_, _ = w.Write(snap.Bytes())
 	}))
 	t.Cleanup(srv.Close)
 	file := filepath.Join(dir, "g1.snap")
@@ -56,6 +62,11 @@ func TestSnapshot_SaveAndInspect(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Fatalf("inspect lacks %q:\n%s", w, out)
 		}
+	}
+	out, errOut, code = runCLI(t, "", "snapshot", "restore", "--addr", strings.TrimPrefix(srv.URL, "http://"), "--token", testToken, file)
+	wantCode(t, code, exitOK, errOut)
+	if !bytes.Equal(restored, snap.Bytes()) || !strings.Contains(out, "restored to the snapshot at index 1") {
+		t.Fatalf("restore sent %d bytes: %s", len(restored), out)
 	}
 	damaged := bytes.Clone(snap.Bytes())
 	damaged[len(damaged)/2] ^= 1

@@ -116,3 +116,26 @@ func (c *Client) Snapshot(ctx context.Context, dst io.Writer) (group string, n i
 	n, err = io.Copy(dst, resp.Body)
 	return resp.Header.Get(HeaderSnapshotGroup), n, err
 }
+
+// RestoreResponse is the answer of POST /v1/snapshot.
+type RestoreResponse struct {
+	Group         string `json:"group"`
+	SnapshotIndex uint64 `json:"snapshot_index"`
+	Digest        string `json:"digest"`
+}
+
+// RestoreSnapshot has the answering node's group take on a snapshot
+// (POST /v1/snapshot, operator scope, at the group's leader): disaster
+// recovery, the group's writes since the snapshot are gone.
+func (c *Client) RestoreSnapshot(ctx context.Context, snapshot io.Reader) (*RestoreResponse, error) {
+	resp, err := c.stream(ctx, http.MethodPost, "/v1/snapshot", snapshot)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out RestoreResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxResponseBytes)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("restore: decode the answer: %w", err)
+	}
+	return &out, nil
+}
