@@ -31,6 +31,9 @@ const (
 	// retryInterval is how often a node without a verdict tries again
 	// (at start, or when the group has no leader).
 	retryInterval = 250 * time.Millisecond
+	// maxMarkWait bounds how long a peer waits to apply a mark before it
+	// answers with the checkpoints it has.
+	maxMarkWait = 5 * time.Second
 	// maxAnswerBytes bounds a peer's answer: MaxCheckpoints entries.
 	maxAnswerBytes = 64 << 10
 )
@@ -154,6 +157,7 @@ func (c *Checker) NotReady() string {
 // every Interval.
 func (c *Checker) Run(ctx context.Context) {
 	c.setVerdict(Verdict{Reason: "first check pending"})
+	retry := retryInterval
 	for ctx.Err() == nil {
 		start := time.Now()
 		v, err := c.round(ctx)
@@ -168,9 +172,13 @@ func (c *Checker) Run(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			c.cfg.Logger.Debug("replica check: round failed", "err", err)
 		}
+		// Until a verdict rests on a checkpoint shared with a peer (or the
+		// node is alone in its group), check again soon, backing off.
 		wait := c.cfg.Interval
-		if c.NotReady() != "" {
-			wait = retryInterval
+		if v := c.Verdict(); c.NotReady() != "" || (v.State != Divergent && v.Index == 0 && !v.Alone) {
+			wait, retry = retry, min(2*retry, c.cfg.Interval)
+		} else {
+			retry = retryInterval
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -250,7 +258,7 @@ func (c *Checker) round(ctx context.Context) (Verdict, error) {
 			return Verdict{}, errors.New("no leader to mark a checkpoint")
 		}
 		var a answer
-		if a, err = c.fetch(ctx, leader.APIAddr, true); err == nil {
+		if a, err = c.fetch(ctx, leader.APIAddr, true, 0); err == nil {
 			index = a.Mark
 		}
 	}
@@ -264,7 +272,7 @@ func (c *Checker) round(ctx context.Context) (Verdict, error) {
 	}
 	peers := map[string][]ledgertree.Checkpoint{}
 	for _, p := range c.cfg.Peers() {
-		a, err := c.fetch(ctx, p.APIAddr, false)
+		a, err := c.fetch(ctx, p.APIAddr, false, index)
 		if err != nil {
 			c.cfg.Logger.Debug("replica check: peer unreachable", "peer", p.ID, "err", err)
 			continue
@@ -299,11 +307,16 @@ func (a answer) checkpoints() []ledgertree.Checkpoint {
 	return out
 }
 
-// fetch asks the node at addr for its checkpoints (and a mark first).
-func (c *Checker) fetch(ctx context.Context, addr string, mark bool) (answer, error) {
+// fetch asks the node at addr for its checkpoints: a mark first (mark),
+// or once it applied index (wait > 0, so a peer a little behind still
+// answers with the mark just proposed).
+func (c *Checker) fetch(ctx context.Context, addr string, mark bool, wait uint64) (answer, error) {
 	u := "http://" + addr + CheckpointsPath
-	if mark {
+	switch {
+	case mark:
 		u += "?mark=1"
+	case wait > 0:
+		u += "?wait=" + strconv.FormatUint(wait, 10)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, http.NoBody)
 	if err != nil {
@@ -349,6 +362,13 @@ func (c *Checker) Handler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := answer{Node: c.cfg.NodeID}
+	if wait, err := strconv.ParseUint(r.URL.Query().Get("wait"), 10, 64); err == nil && wait > 0 {
+		// Answer once this node applied the mark, or after a bound: a
+		// replica far behind answers what it has.
+		ctx, cancel := context.WithTimeout(r.Context(), maxMarkWait)
+		_ = c.cfg.WaitApplied(ctx, wait)
+		cancel()
+	}
 	if mark, _ := strconv.ParseBool(r.URL.Query().Get("mark")); mark {
 		if err := c.cfg.Proposer.CheckLeader(); err != nil {
 			http.Error(w, `{"error":{"code":"unavailable","message":"not the leader"}}`, http.StatusMisdirectedRequest)

@@ -19,6 +19,8 @@ type Verdict struct {
 	Index uint64
 	// Reason says what was compared, for logs and /readyz.
 	Reason string
+	// Alone: the group has this node only, there is nothing to compare.
+	Alone bool
 }
 
 // State of a replica's ledger.
@@ -49,8 +51,12 @@ func (s State) String() string {
 // Self is Verified when some peer has its root, or when it is alone in
 // its group. It is pure: no I/O, no clock.
 func Judge(self []ledgertree.Checkpoint, peers map[string][]ledgertree.Checkpoint, groupSize int) Verdict {
-	if groupSize <= 1 {
-		return Verdict{State: Verified, Reason: "alone in its group"}
+	switch {
+	case groupSize == 1:
+		return Verdict{State: Verified, Alone: true, Reason: "alone in its group"}
+	case groupSize < 1:
+		// A new node before its group is formed: its ledger is empty.
+		return Verdict{State: Verified, Reason: "no group configuration yet: a new ledger"}
 	}
 	mine := map[uint64]ledgertree.Checkpoint{}
 	for _, c := range self {

@@ -23,6 +23,7 @@ func TestJudge(t *testing.T) {
 		index uint64
 	}{
 		{"alone", nil, nil, 1, Verified, 0},
+		{"no group yet", nil, nil, 0, Verified, 0},
 		{"nothing shared", self, peers{"b": {cp(30, 3)}}, 3, Unverified, 0},
 		{"no checkpoint yet", nil, peers{"b": {cp(10, 1)}}, 3, Unverified, 0},
 		{"agrees at the newest shared", self, peers{"b": {cp(20, 2)}, "c": {cp(10, 1)}}, 3, Verified, 20},
