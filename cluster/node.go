@@ -102,6 +102,7 @@ type Node struct {
 	regionView  *ledgertree.Tracker
 	regionSync  *regionsync.Syncer
 	ae          *aestatus.Gatherer // GET /v1/cluster/antientropy
+	backups     *backup.Backups    // scheduled backups (nil without backup.dir)
 
 	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
 
@@ -196,12 +197,11 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 		n.bg.Go(func() { n.regionSync.Run(n.ctx) })
 	}
 	if cfg.Backup.Dir != "" {
-		b, err := backup.New(backup.Config{Dir: cfg.Backup.Dir, Interval: cfg.Backup.Interval, Retain: cfg.Backup.Retain,
-			Group: n.role.group, Ledger: n.ledger, IsLeader: n.raft.IsLeader, Logger: n.log.With("component", "backup"), Registerer: n.reg})
-		if err != nil {
+		if n.backups, err = backup.New(backup.Config{Dir: cfg.Backup.Dir, Interval: cfg.Backup.Interval, Retain: cfg.Backup.Retain,
+			Group: n.role.group, Ledger: n.ledger, IsLeader: n.raft.IsLeader, Logger: n.log.With("component", "backup"), Registerer: n.reg}); err != nil {
 			return nil, err
 		}
-		n.bg.Go(func() { b.Run(n.ctx) })
+		n.bg.Go(func() { n.backups.Run(n.ctx) })
 	}
 	if n.role.gate {
 		cc, err := chaincheck.New(n.ledger, cfg.ChainVerifyInterval, n.log.With("component", "chain-check"), n.reg)

@@ -62,8 +62,8 @@ type testCluster struct {
 // have a leader and every node is ready.
 // The reconcilers do not run (tests of the API see only the changes they
 // make); startLifecycleCluster runs them.
-func startTestCluster(t testing.TB, subnet int) *testCluster {
-	return startNodes(t, subnet, false)
+func startTestCluster(t testing.TB, subnet int, configure ...func(*NodeConfig)) *testCluster {
+	return startNodes(t, subnet, false, configure...)
 }
 
 // startLifecycleCluster is startTestCluster with the reconcilers running.
@@ -71,7 +71,9 @@ func startLifecycleCluster(t testing.TB, subnet int) *testCluster {
 	return startNodes(t, subnet, true)
 }
 
-func startNodes(t testing.TB, subnet int, reconcile bool) *testCluster {
+// startNodes starts the cluster; configure adjusts every node's config
+// before it starts.
+func startNodes(t testing.TB, subnet int, reconcile bool, configure ...func(*NodeConfig)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, base: t.TempDir(), nodes: map[string]*Node{}, http: &http.Client{Timeout: nodeTestWait}, reconcile: reconcile}
 	var seeds []string
@@ -91,6 +93,9 @@ func startNodes(t testing.TB, subnet int, reconcile bool) *testCluster {
 			cfg.NodeID, cfg.Role, cfg.DataPlaneAddr = fmt.Sprintf("m%d", i-3), RoleManager, ip+":7500"
 		}
 		cfg.DataDir = filepath.Join(c.base, cfg.NodeID)
+		for _, f := range configure {
+			f(&cfg)
+		}
 		c.cfgs = append(c.cfgs, cfg)
 	}
 	t.Cleanup(c.closeAll)
