@@ -113,20 +113,9 @@ func Open(cfg Config) (*Group, error) {
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: sink, JSONFormat: true, Level: hclog.Warn})
 
-	// raft-boltdb: the log store must fsync every append (it is what makes a
-	// committed entry durable); the freelist is not synced because bbolt
-	// rebuilds it on open, which halves the pages written per commit.
-	logStore, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.Dir, "raft.db"),
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
+	logStore, snaps, err := openStores(cfg.Dir, logger)
 	if err != nil {
-		return nil, fmt.Errorf("raft log store %s: %w", cfg.Dir, err)
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, raftSnapshotsRetained, logger)
-	if err != nil {
-		logStore.Close()
-		return nil, fmt.Errorf("raft snapshot store %s: %w", cfg.Dir, err)
+		return nil, err
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  cfg.Stream,
@@ -134,15 +123,7 @@ func Open(cfg Config) (*Group, error) {
 		Timeout: raftTransportTimeout,
 		Logger:  logger,
 	})
-
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.NodeID)
-	rc.Logger = logger
-	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout, rc.CommitTimeout = raftTimings(cfg.Kind)
-	rc.MaxAppendEntries = raftMaxAppendEntries
-	rc.TrailingLogs = raftTrailingLogs
-	rc.SnapshotInterval = raftSnapshotInterval
-	rc.BatchApplyCh = true
+	rc := raftConfig(cfg.NodeID, cfg.Kind, logger)
 
 	existing, err := raft.HasExistingState(logStore, logStore, snaps)
 	if err != nil {
@@ -163,6 +144,68 @@ func Open(cfg Config) (*Group, error) {
 		return nil, fmt.Errorf("start raft %s: %w", cfg.NodeID, err)
 	}
 	return &Group{Raft: r, Transport: trans, logStore: logStore, HadState: existing}, nil
+}
+
+// openStores opens the log and stable store (raft-boltdb) and the
+// snapshot store under dir.
+func openStores(dir string, logger hclog.Logger) (*raftboltdb.BoltStore, *raft.FileSnapshotStore, error) {
+	// raft-boltdb: the log store must fsync every append (it is what makes a
+	// committed entry durable); the freelist is not synced because bbolt
+	// rebuilds it on open, which halves the pages written per commit.
+	logStore, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("raft log store %s: %w", dir, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, raftSnapshotsRetained, logger)
+	if err != nil {
+		logStore.Close()
+		return nil, nil, fmt.Errorf("raft snapshot store %s: %w", dir, err)
+	}
+	return logStore, snaps, nil
+}
+
+// raftConfig is the Raft configuration of a node of a group of kind.
+func raftConfig(nodeID string, kind Kind, logger hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(nodeID)
+	rc.Logger = logger
+	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout, rc.CommitTimeout = raftTimings(kind)
+	rc.MaxAppendEntries = raftMaxAppendEntries
+	rc.TrailingLogs = raftTrailingLogs
+	rc.SnapshotInterval = raftSnapshotInterval
+	rc.BatchApplyCh = true
+	return rc
+}
+
+// Recover rewrites the Raft state under dir so that the group's
+// configuration is servers (hashicorp/raft's RecoverCluster, what
+// Consul's peers.json does): for a group that lost its majority for good.
+// The node must be stopped. fsm is the node's ledger FSM: the log is
+// replayed into it (entries it applied already are skipped) and a
+// snapshot taken. Run it on every surviving server with the same servers,
+// then start them.
+func Recover(nodeID string, kind Kind, dir string, fsm raft.FSM, servers []Server) error {
+	if len(servers) == 0 {
+		return errors.New("recover: no servers")
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: io.Discard, JSONFormat: true, Level: hclog.Warn})
+	logStore, snaps, err := openStores(dir, logger)
+	if err != nil {
+		return err
+	}
+	defer logStore.Close()
+	conf := raft.Configuration{}
+	for _, s := range servers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Addr)})
+	}
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(servers[0].Addr))
+	if err := raft.RecoverCluster(raftConfig(nodeID, kind, logger), fsm, logStore, logStore, snaps, trans, conf); err != nil {
+		return fmt.Errorf("recover %s: %w", nodeID, err)
+	}
+	return nil
 }
 
 // Bootstrap starts the group with servers as its first configuration.

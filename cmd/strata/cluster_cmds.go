@@ -1,14 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/strata-ledger/strata/cluster"
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -46,7 +51,7 @@ func newRaftCmd() *cobra.Command {
 		Short: "Inspect Raft groups and change their membership and leadership",
 	}
 	f := addClientFlags(cmd)
-	cmd.AddCommand(newRaftPeersCmd(f), newRaftJoinCmd(f), newRaftRemoveCmd(f), newRaftTransferCmd(f))
+	cmd.AddCommand(newRaftPeersCmd(f), newRaftJoinCmd(f), newRaftRemoveCmd(f), newRaftTransferCmd(f), newRaftRecoverCmd())
 	return cmd
 }
 
@@ -163,4 +168,52 @@ func runOperator(cmd *cobra.Command, f *clientFlags, call func(*api.Client) (*ap
 	t.row("leader", orDash(resp.Leader))
 	t.row("index", resp.Index)
 	return t.flush()
+}
+
+func newRaftRecoverCmd() *cobra.Command {
+	var configPath string
+	var peers []string
+	cmd := &cobra.Command{
+		Use:   "recover --config node.yaml --peers ID=RAFT_ADDR[,ID=RAFT_ADDR...]",
+		Short: "Offline: make a stopped node's group just the surviving servers (a group that lost its majority for good)",
+		Long: `Rewrite a stopped node's Raft state so that its group's configuration is the
+servers named by --peers, as Consul's peers.json does: for a group that lost
+its majority for good. Run it on every surviving server with the same
+--peers, then start them; they elect a leader among themselves. Writes only
+the lost servers had committed are gone. The node's ledger takes the log's
+entries it had not applied first. Needs no cluster; the node must be
+stopped.`,
+		Example: `  strata raft recover --config /etc/strata/use1-gate1.yaml --peers use1-gate1=10.0.1.1:7200`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath == "" || len(peers) == 0 {
+				return usageError{errors.New("recover: --config and --peers are required")}
+			}
+			var servers []group.Server
+			for _, p := range splitList(peers) {
+				id, addr, ok := strings.Cut(p, "=")
+				if !ok || id == "" || addr == "" {
+					return usageError{fmt.Errorf("recover: --peers %q: want ID=RAFT_ADDR", p)}
+				}
+				servers = append(servers, group.Server{ID: id, Addr: addr})
+			}
+			fs := pflag.NewFlagSet("recover", pflag.ContinueOnError)
+			addNodeFlags(fs)
+			if err := fs.Set("config", configPath); err != nil {
+				return err
+			}
+			cfg, err := loadNodeConfig(fs, os.Environ())
+			if err != nil {
+				return err
+			}
+			if err := cluster.RecoverGroup(cfg, servers); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: its group is now %d server(s); start the node\n", cfg.NodeID, len(servers))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "the stopped node's config file (required)")
+	cmd.Flags().StringSliceVar(&peers, "peers", nil, "the surviving servers, ID=RAFT_ADDR, comma-separated (required)")
+	return cmd
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -66,4 +68,25 @@ func TestRaftOperatorCommands(t *testing.T) {
 	}
 	_, errOut, code := runCLI(t, "", "raft", "join", "only-one-arg", "--addr", "127.0.0.1:1")
 	wantCode(t, code, exitUsage, errOut)
+}
+
+func TestRaftRecover_UsageAndAnEmptyNode(t *testing.T) {
+	dir := isolate(t)
+	_, errOut, code := runCLI(t, "", "raft", "recover", "--peers", "gate1=127.0.0.1:7002")
+	wantCode(t, code, exitUsage, errOut)
+	_, errOut, code = runCLI(t, "", "raft", "recover", "--config", "x.yaml", "--peers", "gate1")
+	wantCode(t, code, exitUsage, errOut)
+	path := filepath.Join(dir, "gate1.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(baseYAML, "/tmp/strata-gate1", filepath.Join(dir, "data"), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A node that never ran has no Raft state to recover.
+	_, errOut, code = runCLI(t, "", "raft", "recover", "--config", path, "--peers", "gate1=127.0.0.1:7002")
+	wantCode(t, code, exitError, errOut)
+	// The servers must include the node.
+	_, errOut, code = runCLI(t, "", "raft", "recover", "--config", path, "--peers", "gate9=127.0.0.1:7002")
+	wantCode(t, code, exitError, errOut)
+	if !strings.Contains(errOut, "must include this node") {
+		t.Fatalf("stderr: %s", errOut)
+	}
 }
