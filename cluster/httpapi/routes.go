@@ -68,6 +68,8 @@ func (sv *Server) routes() http.Handler {
 	handle("/v1/events:batch", route{"POST": g(rule{access: anyToken, body: true}, sv.handleEventsBatch)})
 	handle("/v1/jobs/{id}/workflows", route{"GET": g(regional, sv.handleJobWorkflows)})
 	handle("/v1/chain/verify", route{"GET": g(jobRead, sv.handleVerifyChain)})
+	handle("/v1/chain/checkpoints", route{"GET": g(jobRead, sv.handleCheckpoints)})
+	handle("/v1/chain/proof", route{"GET": g(jobRead, sv.handleProof)})
 	handle("/v1/export", route{"GET": g(jobRead, sv.handleExport)})
 	handle("/v1/import", route{"POST": g(rule{access: operatorOnly, home: gates}, sv.handleImport)})
 	handle("/v1/snapshot", route{"GET": g(operator, sv.handleSnapshot), "POST": g(operator, sv.handleRestoreSnapshot)})

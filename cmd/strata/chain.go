@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/strata-ledger/strata/bundle"
 )
 
 func newChainCmd() *cobra.Command {
@@ -14,7 +16,7 @@ func newChainCmd() *cobra.Command {
 		Short: "Check a tenant's audit chain",
 	}
 	f := addClientFlags(cmd)
-	cmd.AddCommand(newChainVerifyCmd(f))
+	cmd.AddCommand(newChainVerifyCmd(f), newChainProofCmd(f))
 	return cmd
 }
 
@@ -59,5 +61,47 @@ sequence number) or the chain cannot be read.`,
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant whose chain to verify (required)")
+	return cmd
+}
+
+func newChainProofCmd(f *clientFlags) *cobra.Command {
+	var tenant string
+	var seq uint64
+	cmd := &cobra.Command{
+		Use:   "proof --tenant T --seq S",
+		Short: "Fetch and check the inclusion proof of one entry in its batch's checkpoint",
+		Long: `Fetch the inclusion proof of entry S of the tenant's chain (GET /v1/chain/proof)
+and check it here against the checkpoint it names: the entry's link hashed up
+the batch's Merkle tree gives the checkpoint's root. Exits 1 if it does not.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tenant == "" || seq == 0 {
+				return usageError{errors.New("--tenant and --seq are required")}
+			}
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			p, meta, err := c.ChainProof(cmd.Context(), tenant, seq, f.readOptions())
+			if err != nil {
+				return err
+			}
+			if err := bundle.VerifyProof(*p); err != nil {
+				return err
+			}
+			if f.json() {
+				return printJSON(cmd.OutOrStdout(), meta.Body)
+			}
+			t := newTable(cmd.OutOrStdout())
+			t.row("seq", strconv.FormatUint(p.Seq, 10))
+			t.row("link", p.Link.String())
+			t.row("batch", fmt.Sprintf("%d..%d", p.Batch.FirstSeq, p.Batch.LastSeq))
+			t.row("root", p.Batch.Root.String())
+			t.row("proof", fmt.Sprintf("verified (%d hashes)", len(p.Path)))
+			return t.flush()
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant (required)")
+	cmd.Flags().Uint64Var(&seq, "seq", 0, "the entry's sequence number (required)")
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-ledger/strata/bundle"
+	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -53,4 +55,32 @@ func TestChainVerify_BrokenChainExitsOne(t *testing.T) {
 	}
 	_, errOut, code = runCLI(t, "", "chain", "verify", "--addr", addr, "--token", testToken)
 	wantCode(t, code, exitUsage, errOut)
+}
+
+func TestChainProof_VerifiesHere(t *testing.T) {
+	isolate(t)
+	links := make([]fsm.Hash, 10)
+	for i := range links {
+		links[i][0] = byte(i + 1)
+	}
+	good := bundle.Proof{Seq: 4, Link: links[3], Path: bundle.InclusionPath(links, 3),
+		Batch: bundle.Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 10, Root: bundle.MerkleRoot(links)}}
+	bad := good
+	bad.Link[5] ^= 1
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("seq") == "4" {
+			writeValue(w, http.StatusOK, good)
+			return
+		}
+		writeValue(w, http.StatusOK, bad)
+	}))
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	out, errOut, code := runCLI(t, "", "chain", "proof", "--addr", addr, "--token", testToken, "--tenant", "acme", "--seq", "4")
+	wantCode(t, code, exitOK, errOut)
+	if !strings.Contains(out, "verified") {
+		t.Fatalf("out: %s", out)
+	}
+	_, errOut, code = runCLI(t, "", "chain", "proof", "--addr", addr, "--token", testToken, "--tenant", "acme", "--seq", "5")
+	wantCode(t, code, exitError, errOut)
 }

@@ -2,8 +2,11 @@ package api
 
 import (
 	"context"
+	"strconv"
+
 	"encoding/json"
 	"fmt"
+	"github.com/strata-ledger/strata/bundle"
 	"io"
 	"net/http"
 	"net/url"
@@ -138,4 +141,30 @@ func (c *Client) RestoreSnapshot(ctx context.Context, snapshot io.Reader) (*Rest
 		return nil, fmt.Errorf("restore: decode the answer: %w", err)
 	}
 	return &out, nil
+}
+
+// CheckpointList is one page of GET /v1/chain/checkpoints: the checkpoint
+// of every complete batch of a tenant's chain; Next is the after= of the
+// next page (0: none).
+type CheckpointList struct {
+	Checkpoints []bundle.Checkpoint `json:"checkpoints"`
+	Next        uint64              `json:"next,omitempty"`
+}
+
+// ChainProof reads the inclusion proof of entry seq of tenant's chain in
+// its batch's checkpoint (GET /v1/chain/proof). Check it with
+// bundle.VerifyProof: it needs nothing else.
+func (c *Client) ChainProof(ctx context.Context, tenant string, seq uint64, ro ReadOptions) (*bundle.Proof, ResponseMeta, error) {
+	if err := checkID("tenant", tenant); err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	q, err := readQuery(ro)
+	if err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	q.Set("tenant", tenant)
+	q.Set("seq", strconv.FormatUint(seq, 10))
+	var out bundle.Proof
+	meta, err := c.do(ctx, c.read("/v1/chain/proof", q, ro), &out)
+	return result(&out, meta, err)
 }

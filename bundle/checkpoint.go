@@ -1,0 +1,129 @@
+package bundle
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/strata-ledger/strata/fsm"
+)
+
+// Chain checkpoints (seed 000): a tenant's chain cut into batches of
+// CheckpointEvents entries; a batch's checkpoint names its first and
+// last sequence numbers, the link before it and its last link, and the
+// Merkle root over its links (RFC 6962's tree: leaf = SHA-256(0x00 ‖
+// link), node = SHA-256(0x01 ‖ left ‖ right), the left subtree the
+// largest power of two below the size). A verifier holding a checkpoint
+// checks that one event belongs to its batch with an inclusion proof of
+// log2(CheckpointEvents) hashes, without the rest of the chain. A batch's
+// checkpoint is a function of the chain alone, so every gate derives the
+// same one.
+
+// CheckpointEvents is the entries of one batch.
+const CheckpointEvents = 1_000
+
+// Checkpoint is one batch of a tenant's chain.
+type Checkpoint struct {
+	Tenant   string   `json:"tenant"`
+	FirstSeq uint64   `json:"first_seq"`
+	LastSeq  uint64   `json:"last_seq"`
+	PrevLink fsm.Hash `json:"prev_link"` // zero: the batch starts at genesis
+	LastLink fsm.Hash `json:"last_link"`
+	Root     fsm.Hash `json:"root"`
+}
+
+// Proof shows that the event of Seq, whose link is Link, is in a
+// checkpoint's batch.
+type Proof struct {
+	Seq   uint64     `json:"seq"`
+	Link  fsm.Hash   `json:"link"`
+	Path  []fsm.Hash `json:"path"` // siblings, leaf level first
+	Batch Checkpoint `json:"checkpoint"`
+}
+
+// ErrProof is the error of a proof that does not verify.
+var ErrProof = errors.New("bundle: inclusion proof does not verify")
+
+func leafHash(link fsm.Hash) fsm.Hash {
+	var b [33]byte
+	copy(b[1:], link[:])
+	return sha256.Sum256(b[:])
+}
+
+func nodeHash(l, r fsm.Hash) fsm.Hash {
+	var b [65]byte
+	b[0] = 1
+	copy(b[1:], l[:])
+	copy(b[33:], r[:])
+	return sha256.Sum256(b[:])
+}
+
+// split is the size of the left subtree of n > 1 leaves: the largest
+// power of two below n.
+func split(n int) int {
+	k := 1
+	for k<<1 < n {
+		k <<= 1
+	}
+	return k
+}
+
+// MerkleRoot is the root over links (at least one).
+func MerkleRoot(links []fsm.Hash) fsm.Hash {
+	if len(links) == 1 {
+		return leafHash(links[0])
+	}
+	k := split(len(links))
+	return nodeHash(MerkleRoot(links[:k]), MerkleRoot(links[k:]))
+}
+
+// InclusionPath is the audit path of links[i].
+func InclusionPath(links []fsm.Hash, i int) []fsm.Hash {
+	if len(links) <= 1 {
+		return nil
+	}
+	k := split(len(links))
+	if i < k {
+		return append(InclusionPath(links[:k], i), MerkleRoot(links[k:]))
+	}
+	return append(InclusionPath(links[k:], i-k), MerkleRoot(links[:k]))
+}
+
+// VerifyProof checks that p.Link at p.Seq is in p.Batch's tree.
+func VerifyProof(p Proof) error {
+	c := p.Batch
+	if p.Seq < c.FirstSeq || p.Seq > c.LastSeq || c.LastSeq < c.FirstSeq || c.LastSeq-c.FirstSeq >= CheckpointEvents {
+		return fmt.Errorf("%w: seq %d outside the batch %d..%d", ErrProof, p.Seq, c.FirstSeq, c.LastSeq)
+	}
+	root, err := rootFromPath(leafHash(p.Link), int(p.Seq-c.FirstSeq), int(c.LastSeq-c.FirstSeq+1), p.Path)
+	if err != nil {
+		return err
+	}
+	if root != c.Root {
+		return fmt.Errorf("%w: seq %d", ErrProof, p.Seq)
+	}
+	return nil
+}
+
+// rootFromPath recomputes the root of n leaves from leaf i's hash and its
+// audit path (leaf level first), consuming the path from its end as the
+// recursion descends.
+func rootFromPath(h fsm.Hash, i, n int, path []fsm.Hash) (fsm.Hash, error) {
+	if n == 1 {
+		if len(path) != 0 {
+			return fsm.Hash{}, fmt.Errorf("%w: %d hashes too many", ErrProof, len(path))
+		}
+		return h, nil
+	}
+	if len(path) == 0 {
+		return fsm.Hash{}, fmt.Errorf("%w: path too short", ErrProof)
+	}
+	k := split(n)
+	sib, rest := path[len(path)-1], path[:len(path)-1]
+	if i < k {
+		l, err := rootFromPath(h, i, k, rest)
+		return nodeHash(l, sib), err
+	}
+	r, err := rootFromPath(h, i-k, n-k, rest)
+	return nodeHash(sib, r), err
+}

@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/strata-ledger/strata/bundle"
+	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// GET /v1/chain/checkpoints?tenant=T[&after=N] and GET
+// /v1/chain/proof?tenant=T&seq=S (issue 15, seed 000): the checkpoints of
+// a tenant's chain, one per complete batch of bundle.CheckpointEvents
+// entries, derived from the chain (every gate derives the same), and the
+// inclusion proof of one entry in its batch's checkpoint.
+
+// maxCheckpointsPerPage bounds one page: the entries it reads are at
+// most MaxVerifyEvents.
+const maxCheckpointsPerPage = MaxVerifyEvents / bundle.CheckpointEvents
+
+func (sv *Server) chainTenant(w http.ResponseWriter, r *http.Request, c *call) (string, bool) {
+	tenant := r.URL.Query().Get("tenant")
+	if !fsm.IsName(tenant) {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+			Message: "tenant is required", Details: map[string]any{"field": "tenant"}})
+		return "", false
+	}
+	if !c.p.Allows(auth.ScopeJobsRead, tenant) {
+		httpx.WriteError(w, forbidden(c.p, auth.ScopeJobsRead, tenant))
+		return "", false
+	}
+	return tenant, true
+}
+
+func (sv *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request, c *call) {
+	tenant, ok := sv.chainTenant(w, r, c)
+	if !ok {
+		return
+	}
+	var after uint64 // batches start after this many whole batches' entries
+	if s := r.URL.Query().Get("after"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || v%bundle.CheckpointEvents != 0 {
+			httpx.WriteError(w, httpx.BadRequest("after %q must be a sequence number that ends a batch (a multiple of %d)", s, bundle.CheckpointEvents))
+			return
+		}
+		after = v
+	}
+	out := api.CheckpointList{Checkpoints: []bundle.Checkpoint{}}
+	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		head, _, err := tx.ChainHead(tenant)
+		if err != nil {
+			return err
+		}
+		for first := after + 1; first+bundle.CheckpointEvents-1 <= head.Seq; first += bundle.CheckpointEvents {
+			if len(out.Checkpoints) == maxCheckpointsPerPage {
+				out.Next = first - 1
+				break
+			}
+			cp, _, err := batchCheckpoint(tx, tenant, first)
+			if err != nil {
+				return err
+			}
+			out.Checkpoints = append(out.Checkpoints, cp)
+		}
+		return nil
+	})
+	if err != nil {
+		httpx.WriteError(w, readError(err))
+		return
+	}
+	sv.setReadHeaders(w)
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (sv *Server) handleProof(w http.ResponseWriter, r *http.Request, c *call) {
+	tenant, ok := sv.chainTenant(w, r, c)
+	if !ok {
+		return
+	}
+	seq, err := strconv.ParseUint(r.URL.Query().Get("seq"), 10, 64)
+	if err != nil || seq == 0 {
+		httpx.WriteError(w, httpx.BadRequest("seq must be an entry's sequence number (from 1)"))
+		return
+	}
+	first := (seq-1)/bundle.CheckpointEvents*bundle.CheckpointEvents + 1
+	var proof bundle.Proof
+	err = sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		head, _, err := tx.ChainHead(tenant)
+		if err != nil {
+			return err
+		}
+		if first+bundle.CheckpointEvents-1 > head.Seq {
+			return &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound,
+				Message: fmt.Sprintf("entry %d of %s's chain is not in a complete batch yet (the chain holds %d)", seq, tenant, head.Seq)}
+		}
+		cp, links, err := batchCheckpoint(tx, tenant, first)
+		if err != nil {
+			return err
+		}
+		i := int(seq - first)
+		proof = bundle.Proof{Seq: seq, Link: links[i], Path: bundle.InclusionPath(links, i), Batch: cp}
+		return nil
+	})
+	var ae *httpx.APIError
+	switch {
+	case errors.As(err, &ae):
+		httpx.WriteError(w, ae)
+		return
+	case err != nil:
+		httpx.WriteError(w, readError(err))
+		return
+	}
+	sv.setReadHeaders(w)
+	httpx.WriteJSON(w, http.StatusOK, proof)
+}
+
+// batchCheckpoint reads the batch of tenant's chain starting at first
+// (a complete one) and returns its checkpoint and links.
+func batchCheckpoint(tx fsm.ReadTx, tenant string, first uint64) (bundle.Checkpoint, []fsm.Hash, error) {
+	cp := bundle.Checkpoint{Tenant: tenant, FirstSeq: first, LastSeq: first + bundle.CheckpointEvents - 1}
+	links := make([]fsm.Hash, 0, bundle.CheckpointEvents)
+	errDone := errors.New("done")
+	after := first - 1
+	if first > 1 {
+		after = first - 2 // read the entry before the batch for its link
+	}
+	err := tx.ChainEvents(tenant, after, func(se *fsm.StoredEvent) error {
+		switch {
+		case se.Seq < first:
+			cp.PrevLink = se.Link
+		case se.Seq <= cp.LastSeq:
+			links = append(links, se.Link)
+		default:
+			return errDone
+		}
+		if se.Seq == cp.LastSeq {
+			return errDone
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errDone) {
+		return cp, nil, err
+	}
+	if len(links) != bundle.CheckpointEvents {
+		return cp, nil, fmt.Errorf("chain of %s: batch %d..%d holds %d entries", tenant, first, cp.LastSeq, len(links))
+	}
+	cp.LastLink = links[len(links)-1]
+	cp.Root = bundle.MerkleRoot(links)
+	return cp, links, nil
+}
