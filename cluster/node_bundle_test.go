@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/bundle"
+	"github.com/strata-ledger/strata/cluster/internal/testkit"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -131,5 +132,21 @@ func TestBundle_ExportVerifyImport(t *testing.T) {
 	}
 	if _, err := b.node("g1").ledger.JobByID(extra.JobID); err == nil {
 		t.Fatal("a conflicting bundle's new job was applied")
+	}
+	reg := b.node("g1").reg
+	for _, m := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"strata_bundle_imports_total", []string{"result", "applied"}, 2},
+		{"strata_bundle_imports_total", []string{"result", "verified"}, 1},
+		{"strata_bundle_imports_total", []string{"result", "refused"}, 1},
+		{"strata_bundle_import_conflicts_total", nil, 1},
+		{"strata_bundle_import_duplicates_total", nil, 4},
+	} {
+		if v := testkit.MetricValue(t, reg, m.name, m.labels...); v != m.want {
+			t.Errorf("%s%v = %v, want %v", m.name, m.labels, v, m.want)
+		}
 	}
 }

@@ -48,6 +48,8 @@ func (sv *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	sv.extendWriteDeadline(w, maxExportDuration)
+	sv.bundles.exported.WithLabelValues(format).Inc()
+	w = countingWriter{w, sv.bundles.bytesOut}
 	cfg := bundle.WriterConfig{Tenant: tenant, CreatedAt: time.Now(), CreatedBy: sv.cfg.NodeID}
 	if format == "bundle" {
 		w.Header().Set("Content-Type", "application/octet-stream")
@@ -96,3 +98,18 @@ func (sv *Server) abortStream(err error) {
 	sv.log.Warn("export failed mid-stream", "err", err)
 	panic(http.ErrAbortHandler)
 }
+
+// countingWriter counts the bytes of an export.
+type countingWriter struct {
+	http.ResponseWriter
+	n interface{ Add(float64) }
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(float64(n))
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

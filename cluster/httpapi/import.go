@@ -60,6 +60,9 @@ func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) 
 		httpx.WriteError(w, err)
 		return
 	}
+	start := time.Now()
+	defer func() { sv.bundles.importSeconds.Observe(time.Since(start).Seconds()) }()
+	sv.bundles.bytesIn.Add(float64(size))
 	var events []fsm.Event
 	rep, verr := bundle.Verify(io.NewSectionReader(f, 0, size), bundle.VerifyConfig{OnEntry: func(e *bundle.Entry) error {
 		if len(events) == MaxImportEvents {
@@ -81,6 +84,7 @@ func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) 
 		case force && errors.As(verr, &be) && (be.Part == bundle.PartManifest || be.Part == bundle.PartSignature) && rep.Entries == uint64(len(events)):
 			out.Forced = verr.Error()
 		case errors.As(verr, &be):
+			sv.bundles.imported.WithLabelValues("refused").Inc()
 			httpx.WriteError(w, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest, Message: verr.Error(),
 				Details: map[string]any{"part": be.Part, "index": be.Index, "seq": be.Seq, "field": be.Field}})
 			return
@@ -91,13 +95,24 @@ func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	out.Verified = out.Forced == ""
 	if verifyOnly {
+		sv.bundles.imported.WithLabelValues("verified").Inc()
 		httpx.WriteJSON(w, http.StatusOK, out)
 		return
 	}
 	if err := sv.importEvents(r, events, &out); err != nil {
+		result := "refused"
+		var ae *httpx.APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+			result = "conflict"
+			sv.bundles.conflicts.Inc()
+		}
+		sv.bundles.imported.WithLabelValues(result).Inc()
 		httpx.WriteError(w, err)
 		return
 	}
+	sv.bundles.imported.WithLabelValues("applied").Inc()
+	sv.bundles.entries.Add(float64(out.Entries))
+	sv.bundles.duplicates.Add(float64(out.Duplicates))
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 

@@ -217,6 +217,7 @@ type Server struct {
 	// lower them with SetTimeouts).
 	timeouts atomic.Pointer[Timeouts]
 	metrics  *httpMetrics
+	bundles  *bundleMetrics
 	srv      *http.Server
 
 	ctx    context.Context // ends at Close or Shutdown: watch streams
@@ -237,7 +238,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Closing = func() bool { return false }
 	}
 	sv := &Server{cfg: cfg, log: cfg.Logger,
-		metrics: newHTTPMetrics(cfg.Registry)}
+		metrics: newHTTPMetrics(cfg.Registry), bundles: newBundleMetrics(cfg.Registry)}
 	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries)}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
 	// No ReadTimeout or WriteTimeout here: the deadlines of a request's
