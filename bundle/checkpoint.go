@@ -1,7 +1,9 @@
 package bundle
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -126,4 +128,52 @@ func rootFromPath(h fsm.Hash, i, n int, path []fsm.Hash) (fsm.Hash, error) {
 	}
 	r, err := rootFromPath(h, i-k, n-k, rest)
 	return nodeHash(sib, r), err
+}
+
+// SignedCheckpoint is a checkpoint signed by a gate's key (when the
+// cluster has one): the signature is ed25519 over Checkpoint.Digest.
+type SignedCheckpoint struct {
+	Checkpoint
+	KeyID     string `json:"key_id,omitempty"`
+	Signature []byte `json:"signature,omitempty"`
+}
+
+// Digest is what a checkpoint's signature covers: SHA-256 over a
+// domain string, the tenant, the sequence numbers, both links and the
+// root, each field at a fixed place.
+func (c Checkpoint) Digest() [32]byte {
+	h := sha256.New()
+	h.Write([]byte("strata checkpoint v1\x00"))
+	h.Write([]byte(c.Tenant))
+	h.Write([]byte{0})
+	var n [16]byte
+	binary.BigEndian.PutUint64(n[:8], c.FirstSeq)
+	binary.BigEndian.PutUint64(n[8:], c.LastSeq)
+	h.Write(n[:])
+	h.Write(c.PrevLink[:])
+	h.Write(c.LastLink[:])
+	h.Write(c.Root[:])
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// SignCheckpoint signs c with key (nil: unsigned).
+func SignCheckpoint(c Checkpoint, key ed25519.PrivateKey) SignedCheckpoint {
+	sc := SignedCheckpoint{Checkpoint: c}
+	if key != nil {
+		d := c.Digest()
+		sc.KeyID = KeyID(key.Public().(ed25519.PublicKey))
+		sc.Signature = ed25519.Sign(key, d[:])
+	}
+	return sc
+}
+
+// VerifyCheckpoint checks sc's signature with pub.
+func VerifyCheckpoint(sc SignedCheckpoint, pub ed25519.PublicKey) error {
+	d := sc.Digest()
+	if len(sc.Signature) != ed25519.SignatureSize || !ed25519.Verify(pub, d[:], sc.Signature) {
+		return fmt.Errorf("%w: checkpoint %d..%d of %s is not signed by key %s", ErrProof, sc.FirstSeq, sc.LastSeq, sc.Tenant, KeyID(pub))
+	}
+	return nil
 }

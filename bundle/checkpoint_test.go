@@ -69,3 +69,26 @@ func FuzzVerifyProof(f *testing.F) {
 		_ = VerifyProof(p) // never panics, never verifies by chance here
 	})
 }
+
+func TestSignedCheckpoints(t *testing.T) {
+	pub, priv, err := GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := GenerateKey(nil)
+	c := Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 1000, Root: fsm.Hash{1}}
+	sc := SignCheckpoint(c, priv)
+	if err := VerifyCheckpoint(sc, pub); err != nil || sc.KeyID != KeyID(pub) {
+		t.Fatalf("signed: %v", err)
+	}
+	if err := VerifyCheckpoint(sc, other); err == nil {
+		t.Fatal("another key verified")
+	}
+	sc.Root[0] ^= 1
+	if err := VerifyCheckpoint(sc, pub); err == nil {
+		t.Fatal("a changed root verified")
+	}
+	if u := SignCheckpoint(c, nil); u.Signature != nil || VerifyCheckpoint(u, pub) == nil {
+		t.Fatal("an unsigned checkpoint verified")
+	}
+}

@@ -1,11 +1,16 @@
 package cluster
 
 import (
+	"crypto/ed25519"
+	"os"
+
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
 	"time"
+
+	"github.com/strata-ledger/strata/bundle"
 
 	"github.com/strata-ledger/strata/antientropy"
 	"github.com/strata-ledger/strata/cluster/auth"
@@ -100,6 +105,11 @@ type NodeConfig struct {
 	// audit chain (and once at start).
 	ChainVerifyInterval time.Duration `koanf:"chain_verify_interval"`
 
+	// SigningKey is an ed25519 private key file (PEM PKCS #8 or base64,
+	// strata bundle keygen): gates sign exported bundles and chain
+	// checkpoints with it. Empty: unsigned.
+	SigningKey string `koanf:"signing_key"`
+
 	// Backup: scheduled, proved backups of the node's group while it
 	// leads (cluster/backup); none without a dir.
 	Backup BackupConfig `koanf:"backup"`
@@ -180,6 +190,11 @@ func (c *NodeConfig) Validate() error {
 	if c.Backup.Dir != "" && (c.Backup.Interval < time.Second || c.Backup.Retain < 1) {
 		bad("backup", "interval %s must be at least 1s and retain %d at least 1", c.Backup.Interval, c.Backup.Retain)
 	}
+	if c.SigningKey != "" {
+		if _, err := loadSigningKey(c.SigningKey); err != nil {
+			bad("signing_key", "%v", err)
+		}
+	}
 	if _, err := auth.NewAuthenticator(c.Tokens); err != nil {
 		bad("tokens", "%v", err)
 	}
@@ -204,3 +219,12 @@ func (c *NodeConfig) Ordinal() uint32 {
 // MaxWorkerCapacity bounds the workflows one worker runs at once
 // (httpapi's limit, for dev clusters that plan workers).
 const MaxWorkerCapacity = httpapi.MaxWorkerCapacity
+
+// loadSigningKey reads an ed25519 private key file.
+func loadSigningKey(path string) (ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return bundle.ParsePrivateKey(b)
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,6 +104,7 @@ type Node struct {
 	regionSync  *regionsync.Syncer
 	ae          *aestatus.Gatherer // GET /v1/cluster/antientropy
 	backups     *backup.Backups    // scheduled backups (nil without backup.dir)
+	signingKey  ed25519.PrivateKey // signs exports and checkpoints (nil: unsigned)
 
 	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
 
@@ -166,6 +168,11 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	}
 	if n.auth, err = auth.NewAuthenticator(cfg.Tokens); err != nil {
 		return nil, err
+	}
+	if cfg.SigningKey != "" {
+		if n.signingKey, err = loadSigningKey(cfg.SigningKey); err != nil {
+			return nil, fmt.Errorf("signing_key: %w", err)
+		}
 	}
 	if err = n.openClockAndLedger(); err != nil {
 		return nil, err
@@ -569,7 +576,7 @@ func (n *Node) startAPI() error {
 		EnableFaultInjection: n.cfg.EnableFaultInjection, ClusterToken: n.cfg.ClusterToken,
 		Auth: n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
 		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, DataPlane: n.dataPlaneAPI(),
-		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
+		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 	})
 	if err != nil {

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/strata-ledger/strata/bundle"
@@ -17,7 +20,19 @@ import (
 // against the checkpoint alone; an entry of the incomplete batch has
 // none yet. (Issue 15, seed 000; subnet 255.)
 func TestChainCheckpointsAndProofs(t *testing.T) {
-	c := startTestCluster(t, 255)
+	pub, priv, err := bundle.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := bundle.MarshalPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if err := os.WriteFile(keyFile, pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startTestCluster(t, 255, func(cfg *NodeConfig) { cfg.SigningKey = keyFile })
 	events := fsmtest.JobsCreated(0, bundle.CheckpointEvents+10, "acme", "use1")
 	for start := 0; start < len(events); start += 500 {
 		body, err := json.Marshal(map[string]any{"events": events[start:min(start+500, len(events))]})
@@ -34,7 +49,10 @@ func TestChainCheckpointsAndProofs(t *testing.T) {
 	if r.status != http.StatusOK || len(list.Checkpoints) != 1 || list.Checkpoints[0].FirstSeq != 1 || list.Checkpoints[0].LastSeq != bundle.CheckpointEvents {
 		t.Fatalf("checkpoints: %d %.300s", r.status, r.body)
 	}
-	cp := list.Checkpoints[0]
+	if err := bundle.VerifyCheckpoint(list.Checkpoints[0], pub); err != nil {
+		t.Fatalf("the checkpoint is not signed by the cluster's key: %v", err)
+	}
+	cp := list.Checkpoints[0].Checkpoint
 	for _, seq := range []uint64{1, 500, bundle.CheckpointEvents} {
 		var p bundle.Proof
 		r := c.call("g3", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", seq), testAcmeToken, nil)
@@ -61,6 +79,11 @@ func TestChainCheckpointsAndProofs(t *testing.T) {
 	}
 	if r := c.call("g1", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", bundle.CheckpointEvents+5), testAcmeToken, nil); r.status != http.StatusNotFound {
 		t.Fatalf("proof in the incomplete batch: %d %s", r.status, r.body)
+	}
+	// Exports are signed with the same key.
+	exp := c.call("g1", "GET", "/v1/export?tenant=acme", testAcmeToken, nil)
+	if rep, err := bundle.Verify(bytes.NewReader(exp.body), bundle.VerifyConfig{PublicKey: pub}); err != nil || !rep.Trusted {
+		t.Fatalf("the export is not signed by the cluster's key: %+v %v", rep, err)
 	}
 	if r := c.call("g1", "GET", "/v1/chain/checkpoints?tenant=acme", testGlobexToken, nil); r.status != http.StatusForbidden {
 		t.Fatalf("another tenant's checkpoints: %d", r.status)

@@ -51,7 +51,7 @@ func (sv *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request, c *c
 		}
 		after = v
 	}
-	out := api.CheckpointList{Checkpoints: []bundle.Checkpoint{}}
+	out := api.CheckpointList{Checkpoints: []bundle.SignedCheckpoint{}}
 	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
 		head, _, err := tx.ChainHead(tenant)
 		if err != nil {
@@ -66,7 +66,7 @@ func (sv *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request, c *c
 			if err != nil {
 				return err
 			}
-			out.Checkpoints = append(out.Checkpoints, cp)
+			out.Checkpoints = append(out.Checkpoints, bundle.SignCheckpoint(cp, sv.cfg.SigningKey))
 		}
 		return nil
 	})

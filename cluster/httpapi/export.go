@@ -50,7 +50,7 @@ func (sv *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) 
 	sv.extendWriteDeadline(w, maxExportDuration)
 	sv.bundles.exported.WithLabelValues(format).Inc()
 	w = countingWriter{w, sv.bundles.bytesOut}
-	cfg := bundle.WriterConfig{Tenant: tenant, CreatedAt: time.Now(), CreatedBy: sv.cfg.NodeID}
+	cfg := bundle.WriterConfig{Tenant: tenant, CreatedAt: time.Now(), CreatedBy: sv.cfg.NodeID, Signer: sv.cfg.SigningKey}
 	if format == "bundle" {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", tenant+".bundle"))

@@ -26,6 +26,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"io"
 	"log/slog"
@@ -200,6 +201,8 @@ type Config struct {
 	// AntiEntropy gathers the cluster's anti-entropy status (gates; nil
 	// on managers, which forward the calls to a gate).
 	AntiEntropy AntiEntropy
+	// SigningKey, if set, signs exported bundles and chain checkpoints.
+	SigningKey ed25519.PrivateKey
 	// LedgerCheck, if set, says why this node's ledger must not be
 	// served ("" when it may): not yet checked against its group, or
 	// found divergent (cluster/replica). /readyz fails and reads are

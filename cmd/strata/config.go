@@ -49,6 +49,7 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.Int("antientropy_depth", d.AntiEntropyDepth, "depth of every node's Merkle tree (the same on every node)")
 	fs.Duration("antientropy_interval", d.AntiEntropyInterval, "how often replica checks and regional anti-entropy rounds run")
 	fs.Duration("chain_verify_interval", d.ChainVerifyInterval, "how often a gate verifies every tenant's audit chain")
+	fs.String("signing_key", "", "ed25519 private key file (strata bundle keygen): gates sign exports and chain checkpoints")
 	fs.String("backup.dir", "", "directory of scheduled, proved backups of the node's group (none if empty)")
 	fs.Duration("backup.interval", d.Backup.Interval, "how often the group's leader writes a backup")
 	fs.Int("backup.retain", d.Backup.Retain, "how many backups of the group to keep")

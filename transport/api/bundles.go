@@ -147,7 +147,7 @@ func (c *Client) RestoreSnapshot(ctx context.Context, snapshot io.Reader) (*Rest
 // of every complete batch of a tenant's chain; Next is the after= of the
 // next page (0: none).
 type CheckpointList struct {
-	Checkpoints []bundle.Checkpoint `json:"checkpoints"`
+	Checkpoints []bundle.SignedCheckpoint `json:"checkpoints"`
 	Next        uint64              `json:"next,omitempty"`
 }
 
