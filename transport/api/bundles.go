@@ -148,7 +148,7 @@ func (c *Client) RestoreSnapshot(ctx context.Context, snapshot io.Reader) (*Rest
 // next page (0: none).
 type CheckpointList struct {
 	Checkpoints []bundle.SignedCheckpoint `json:"checkpoints"`
-	Next        uint64              `json:"next,omitempty"`
+	Next        uint64                    `json:"next,omitempty"`
 }
 
 // ChainProof reads the inclusion proof of entry seq of tenant's chain in
