@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/fsm"
-	"github.com/strata-ledger/strata/transport/api"
 )
 
 // Disaster recovery from backups: a cluster takes proved backups of both
@@ -20,16 +19,7 @@ func TestBackups_AClusterComesBackFromItsBackups(t *testing.T) {
 	a := startTestCluster(t, 252, func(cfg *NodeConfig) {
 		cfg.Backup = BackupConfig{Dir: filepath.Join(backups, cfg.NodeID), Interval: time.Hour, Retain: 3}
 	})
-	var ids []string
-	for range 3 {
-		r := a.submitJob("g1", "", "")
-		var sub api.SubmitJobResponse
-		r.decode(t, &sub)
-		if r.status != http.StatusCreated {
-			t.Fatalf("submit: %d %s", r.status, r.body)
-		}
-		ids = append(ids, sub.JobID)
-	}
+	ids := a.submitJobs(3)
 	if r := a.call("m1", "POST", "/v1/workers", testAdminToken, []byte(`{"worker_id":"wa","region":"use1","capacity":2}`)); r.status/100 != 2 {
 		t.Fatalf("register: %d %s", r.status, r.body)
 	}

@@ -20,16 +20,7 @@ import (
 // nothing of them is applied. (Issue 15; subnets 249 and 218.)
 func TestBundle_ExportVerifyImport(t *testing.T) {
 	a := startTestCluster(t, 249)
-	var ids []string
-	for range 3 {
-		r := a.submitJob("g1", "", "")
-		var sub api.SubmitJobResponse
-		r.decode(t, &sub)
-		if r.status != http.StatusCreated {
-			t.Fatalf("submit: %d %s", r.status, r.body)
-		}
-		ids = append(ids, sub.JobID)
-	}
+	ids := a.submitJobs(3)
 	if r := a.call("g2", "POST", "/v1/jobs/"+ids[0]+"/cancel", testAcmeToken, []byte(`{"reason":"x"}`)); r.status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", r.status, r.body)
 	}

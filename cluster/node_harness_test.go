@@ -270,6 +270,22 @@ func (c *testCluster) submitJob(id, query, key string) reply {
 	return c.call(id, "POST", "/v1/jobs"+query, testAcmeToken, jobBody("acme", key, "10m"))
 }
 
+// submitJobs submits n jobs of acme at g1 and returns their ids.
+func (c *testCluster) submitJobs(n int) []string {
+	c.t.Helper()
+	var ids []string
+	for range n {
+		r := c.submitJob("g1", "", "")
+		var sub api.SubmitJobResponse
+		r.decode(c.t, &sub)
+		if r.status != http.StatusCreated {
+			c.t.Fatalf("submit: %d %s", r.status, r.body)
+		}
+		ids = append(ids, sub.JobID)
+	}
+	return ids
+}
+
 func jobBody(tenant, key, timeout string) []byte {
 	return fmt.Appendf(nil, `{"tenant":%q,"idempotency_key":%q,"regions":["use1"],"timeout":%q,`+
 		`"workflows":[{"name":"checkout","count":2,"duration":"30s","rate":200,"failure_ratio":0}]}`, tenant, key, timeout)

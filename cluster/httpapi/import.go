@@ -48,18 +48,11 @@ func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) 
 		httpx.WriteError(w, httpx.BadRequest("%v", err))
 		return
 	}
-	// A bundle takes longer than an ordinary body to arrive and apply.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(maxImportDuration))
-	sv.extendWriteDeadline(w, maxImportDuration)
-	f, size, err := spoolBody(r, MaxImportBytes)
-	if f != nil {
-		defer os.Remove(f.Name())
-		defer f.Close()
-	}
-	if err != nil {
-		httpx.WriteError(w, err)
+	f, size, done, ok := sv.spoolUpload(w, r, MaxImportBytes, maxImportDuration)
+	if !ok {
 		return
 	}
+	defer done()
 	start := time.Now()
 	defer func() { sv.bundles.importSeconds.Observe(time.Since(start).Seconds()) }()
 	sv.bundles.bytesIn.Add(float64(size))
@@ -187,6 +180,27 @@ func sameContent(a, b *fsm.Event) (bool, error) {
 	}
 	hb, err := fsm.BodyHash(b.Body)
 	return ha == hb, err
+}
+
+// spoolUpload gives an upload (a bundle, a snapshot) d to arrive and be
+// answered, and copies its body to a temporary file of at most limit
+// bytes; done removes the file. On false the error is written.
+func (sv *Server) spoolUpload(w http.ResponseWriter, r *http.Request, limit int64, d time.Duration) (f *os.File, size int64, done func(), ok bool) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+	sv.extendWriteDeadline(w, d)
+	f, size, err := spoolBody(r, limit)
+	done = func() {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		done()
+		httpx.WriteError(w, err)
+		return nil, 0, nil, false
+	}
+	return f, size, done, true
 }
 
 // spoolBody copies the request body to a temporary file, at most limit

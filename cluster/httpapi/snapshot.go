@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/backup"
@@ -55,17 +54,11 @@ func (sv *Server) handleRestoreSnapshot(w http.ResponseWriter, r *http.Request, 
 			Details: map[string]any{"leader": l.ID}})
 		return
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(maxSnapshotDuration))
-	sv.extendWriteDeadline(w, maxSnapshotDuration)
-	f, size, err := spoolBody(r, MaxRestoreBytes)
-	if f != nil {
-		defer os.Remove(f.Name())
-		defer f.Close()
-	}
-	if err != nil {
-		httpx.WriteError(w, err)
+	f, size, done, ok := sv.spoolUpload(w, r, MaxRestoreBytes, maxSnapshotDuration)
+	if !ok {
 		return
 	}
+	defer done()
 	index, digest, err := backup.Prove(f.Name())
 	if err != nil {
 		httpx.WriteError(w, httpx.BadRequest("snapshot: %v", err))
