@@ -17,10 +17,17 @@ import (
 // offline, and imported into a second cluster gives the same jobs with
 // the same digests; importing it again changes nothing; a tampered
 // bundle and one whose event differs from the ledger's are refused, and
-// nothing of them is applied. (Issue 15; subnets 249 and 218.)
+// nothing of them is applied; overlapping bundles imported in either order
+// give the same jobs. (Issue 15; subnets 249, 218 and 150.)
 func TestBundle_ExportVerifyImport(t *testing.T) {
 	a := startTestCluster(t, 249)
-	ids := a.submitJobs(3)
+	ids := a.submitJobs(2)
+	// An earlier export, which the later one holds whole.
+	early := a.call("g3", "GET", "/v1/export?tenant=acme", testAcmeToken, nil)
+	if early.status != http.StatusOK {
+		t.Fatalf("early export: %d %s", early.status, early.body)
+	}
+	ids = append(ids, a.submitJobs(1)...)
 	if r := a.call("g2", "POST", "/v1/jobs/"+ids[0]+"/cancel", testAcmeToken, []byte(`{"reason":"x"}`)); r.status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", r.status, r.body)
 	}
@@ -83,6 +90,29 @@ func TestBundle_ExportVerifyImport(t *testing.T) {
 	if r, out := imp(exp.body, ""); r.status != http.StatusOK || out.Applied != 0 || out.Duplicates != 4 {
 		t.Fatalf("second import: %d %s", r.status, r.body)
 	}
+	if r, out := imp(early.body, ""); r.status != http.StatusOK || out.Applied != 0 || out.Duplicates != 2 {
+		t.Fatalf("the earlier export after the later one: %d %s", r.status, r.body)
+	}
+	// Overlapping bundles imported in the other order into a third
+	// cluster (subnet 150) leave it with the same jobs and digests.
+	cc := startTestCluster(t, 150)
+	for _, body := range [][]byte{early.body, exp.body} {
+		if r := cc.call("g1", "POST", "/v1/import", testAdminToken, body); r.status != http.StatusOK {
+			t.Fatalf("import into the third cluster: %d %s", r.status, r.body)
+		}
+	}
+	for _, id := range ids {
+		cc.waitFor("job "+id+" in the third cluster", func() bool {
+			got, err := cc.node("g1").ledger.JobByID(id)
+			if err != nil {
+				return false
+			}
+			want, _ := b.node("g1").ledger.JobByID(id)
+			gd, _ := got.Digest()
+			wd, _ := want.Digest()
+			return gd == wd
+		})
+	}
 
 	// A bundle whose cancel reason differs from the ledger's, with a new
 	// job: a body conflict, and the new job is not applied either.
@@ -130,11 +160,11 @@ func TestBundle_ExportVerifyImport(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"strata_bundle_imports_total", []string{"result", "applied"}, 2},
+		{"strata_bundle_imports_total", []string{"result", "applied"}, 3},
 		{"strata_bundle_imports_total", []string{"result", "verified"}, 1},
 		{"strata_bundle_imports_total", []string{"result", "refused"}, 1},
 		{"strata_bundle_import_conflicts_total", nil, 1},
-		{"strata_bundle_import_duplicates_total", nil, 4},
+		{"strata_bundle_import_duplicates_total", nil, 6},
 	} {
 		if v := testkit.MetricValue(t, reg, m.name, m.labels...); v != m.want {
 			t.Errorf("%s%v = %v, want %v", m.name, m.labels, v, m.want)
