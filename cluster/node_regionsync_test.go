@@ -57,11 +57,27 @@ func TestRegionSync_LostReportsAreFoundAndSentAgain(t *testing.T) {
 		reports = append(reports, e)
 	}
 	propose(reports...)
+	// A second job the gates never delivered to the region.
+	r = c.submitJob("g1", "", "")
+	var undelivered api.SubmitJobResponse
+	r.decode(t, &undelivered)
+	c.waitFor("the second job on every gate", func() bool {
+		for _, g := range []string{"g1", "g2", "g3"} {
+			if _, err := c.node(g).ledger.JobByID(undelivered.JobID); err != nil {
+				return false
+			}
+		}
+		return true
+	})
 
 	st, err := mgr.regionSync.Round(ctx)
-	if err != nil || st.Differences != 1 || st.Repaired != 1 {
+	if err != nil || st.Differences != 2 || st.Repaired != 2 {
 		t.Fatalf("first round: %+v %v", st, err)
 	}
+	c.waitFor("the region holds the job it was never delivered", func() bool {
+		_, err := mgr.ledger.JobByID(undelivered.JobID)
+		return err == nil
+	})
 	c.waitFor("the global job shows the region's reports", func() bool {
 		s, err := gate.ledger.JobByID(sub.JobID)
 		return err == nil && s.Regions[0].Accepted && s.Regions[0].Completed == 40 && s.Regions[0].WorkerCount == 3

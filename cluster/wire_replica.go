@@ -197,8 +197,13 @@ func (r internalRoutes) Routes() map[string]http.HandlerFunc {
 	routes[SnapshotPath] = r.n.handleSnapshot
 	routes[aestatus.NodePath] = r.n.ae.NodeHandler
 	if r.n.regionViews != nil {
-		a := &regionsync.Answerer{Regions: r.n.regionViews, View: r.n.ledger.View, ClusterToken: r.n.cfg.ClusterToken}
+		a := &regionsync.Answerer{Regions: r.n.regionViews, View: r.n.ledger.View, ClusterToken: r.n.cfg.ClusterToken,
+			Deliver: func(ctx context.Context, region string, batch []byte) error {
+				_, err := r.n.peers.Deliver(ctx, region, batch)
+				return err
+			}}
 		routes[regionsync.CompareAnswerPath] = a.Handler
+		routes[regionsync.RedeliverPath] = a.RedeliverHandler
 		routes[aestatus.RegionPath] = r.n.ae.RegionHandler
 	}
 	return routes

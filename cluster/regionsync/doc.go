@@ -11,10 +11,10 @@
 // holds it sends the job's forwardable events again through the normal
 // cross-group delivery: the global ledger applies them idempotently by
 // event id and folds them by its own rules. Nothing is patched around
-// the ledger. A job only the global ledger holds is still on its way to
-// the region (the gates' reconciler delivers it until the region reacts)
-// and is counted, not repaired here. A second comparison then says
-// whether the views are equal.
+// the ledger. For a job only the global ledger holds, it asks the gate
+// to deliver it again, as the gates' reconciler delivers jobs (RedeliverPath:
+// the JobCreated and the stop decision in force). A second comparison
+// then says whether the views are equal.
 //
 // Syncer runs on a manager and acts only while its node leads the
 // region's group; Answerer serves the gates' side. Bytes exchanged grow

@@ -3,6 +3,7 @@ package regionsync
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -151,17 +152,18 @@ func (s *Syncer) Round(ctx context.Context) (Status, error) {
 	start := time.Now()
 	st := newStatus(s.cfg.Region)
 	st.LastRound = start
-	diffs, n, err := s.compare(ctx)
+	gate := s.cfg.Gate()
+	diffs, n, err := s.compare(ctx, gate)
 	st.Bytes += n
 	if err == nil {
 		st.Differences = len(diffs)
 		s.m.differences.Add(float64(len(diffs)))
-		st.Repaired, err = s.repair(ctx, diffs)
+		st.Repaired, err = s.repair(ctx, diffs, gate)
 		s.m.repairs.Add(float64(st.Repaired))
 	}
 	if err == nil && len(diffs) > 0 {
 		var after []string
-		after, n, err = s.compare(ctx)
+		after, n, err = s.compare(ctx, gate)
 		st.Bytes += n
 		st.RootsEqual = err == nil && len(after) == 0
 	} else {
@@ -191,8 +193,7 @@ func newStatus(region string) Status {
 
 // compare runs the descend protocol against a gate and returns the ids
 // that differ and the bytes exchanged.
-func (s *Syncer) compare(ctx context.Context) ([]string, int, error) {
-	gate := s.cfg.Gate()
+func (s *Syncer) compare(ctx context.Context, gate string) ([]string, int, error) {
 	if gate == "" {
 		return nil, 0, errors.New("no gate to compare with")
 	}
@@ -211,7 +212,7 @@ func (s *Syncer) compare(ctx context.Context) ([]string, int, error) {
 		if err != nil {
 			return nil, exchanged, err
 		}
-		out, err := s.post(ctx, gate, body)
+		out, err := s.post(ctx, gate, CompareAnswerPath, body)
 		exchanged += len(body) + len(out)
 		if err != nil {
 			return nil, exchanged, err
@@ -232,8 +233,8 @@ func (s *Syncer) compare(ctx context.Context) ([]string, int, error) {
 	return nil, exchanged, fmt.Errorf("comparison with %s did not end in %d steps", gate, maxCompareSteps)
 }
 
-func (s *Syncer) post(ctx context.Context, gate string, body []byte) ([]byte, error) {
-	u := "http://" + gate + CompareAnswerPath + "?region=" + url.QueryEscape(s.cfg.Region)
+func (s *Syncer) post(ctx context.Context, gate, path string, body []byte) ([]byte, error) {
+	u := "http://" + gate + path + "?region=" + url.QueryEscape(s.cfg.Region)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -255,13 +256,14 @@ func (s *Syncer) post(ctx context.Context, gate string, body []byte) ([]byte, er
 }
 
 // repair sends again the forwardable events of every differing job this
-// region's ledger holds, in batches, through the normal delivery.
-func (s *Syncer) repair(ctx context.Context, jobs []string) (int, error) {
+// region's ledger holds, in batches, through the normal delivery; the
+// jobs it does not hold it asks the gate to deliver again.
+func (s *Syncer) repair(ctx context.Context, jobs []string, gate string) (int, error) {
 	if len(jobs) > MaxRepairsPerRound {
 		jobs = jobs[:MaxRepairsPerRound]
 	}
 	repaired := 0
-	var batch []fsm.Event
+	var batch, missing = []fsm.Event(nil), []string(nil)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -279,7 +281,12 @@ func (s *Syncer) repair(ctx context.Context, jobs []string) (int, error) {
 			return repaired, err
 		}
 		if len(evs) == 0 {
-			continue // only the global ledger holds it: still being delivered
+			if held, err := s.holds(id); err != nil {
+				return repaired, err
+			} else if !held {
+				missing = append(missing, id) // only the global ledger holds it
+			}
+			continue
 		}
 		for _, e := range evs {
 			if len(batch) == repairBatchEvents {
@@ -291,7 +298,31 @@ func (s *Syncer) repair(ctx context.Context, jobs []string) (int, error) {
 		}
 		repaired++
 	}
-	return repaired, flush()
+	if err := flush(); err != nil {
+		return repaired, err
+	}
+	if len(missing) > 0 {
+		body, err := json.Marshal(redeliverRequest{Jobs: missing})
+		if err != nil {
+			return repaired, err
+		}
+		if _, err := s.post(ctx, gate, RedeliverPath, body); err != nil {
+			return repaired, fmt.Errorf("redeliver %d jobs: %w", len(missing), err)
+		}
+		repaired += len(missing)
+	}
+	return repaired, nil
+}
+
+// holds reports whether the region's ledger holds job id.
+func (s *Syncer) holds(id string) (bool, error) {
+	var held bool
+	err := s.cfg.Ledger(func(tx fsm.ReadTx) error {
+		j, err := tx.Job(id)
+		held = j != nil
+		return err
+	})
+	return held, err
 }
 
 // forwardable returns the events of job id the forwarder carries to the
