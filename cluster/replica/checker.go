@@ -172,12 +172,15 @@ func (c *Checker) Run(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			c.cfg.Logger.Debug("replica check: round failed", "err", err)
 		}
-		// Until a verdict rests on a checkpoint shared with a peer (or the
-		// node is alone in its group), check again soon, backing off.
+		// A node not fit to serve tries again every retryInterval; one
+		// verified only as new (no shared checkpoint yet) backs off.
 		wait := c.cfg.Interval
-		if v := c.Verdict(); c.NotReady() != "" || (v.State != Divergent && v.Index == 0 && !v.Alone) {
+		switch v := c.Verdict(); {
+		case c.NotReady() != "":
+			wait = retryInterval
+		case v.State != Divergent && v.Index == 0 && !v.Alone:
 			wait, retry = retry, min(2*retry, c.cfg.Interval)
-		} else {
+		default:
 			retry = retryInterval
 		}
 		t := time.NewTimer(wait)
