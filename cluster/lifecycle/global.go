@@ -191,7 +191,7 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 			}
 			if evs == nil {
 				var err error
-				if evs, err = jobDelivery(tx, s, len(p.Stop) > 0); err != nil {
+				if evs, err = plan.Delivery(tx, s, len(p.Stop) > 0); err != nil {
 					return err
 				}
 			}
@@ -230,26 +230,6 @@ func (g *globalReconciler) drop(id string) {
 	delete(g.pending, id)
 	delete(g.retry, id)
 	g.due.remove(id)
-}
-
-// jobDelivery is what a region needs of job s: its JobCreated and, when
-// stop, the decision in force.
-func jobDelivery(tx fsm.ReadTx, s *fsm.JobState, stop bool) ([]fsm.Event, error) {
-	ids := []fsm.EventID{s.Created.ID}
-	if stop {
-		ids = append(ids, s.Decision.EventID)
-	}
-	var out []fsm.Event
-	for _, id := range ids {
-		se, err := tx.Event(s.Tenant, id) // a job's events are of its tenant
-		if err != nil {
-			return nil, err
-		}
-		if se != nil {
-			out = append(out, se.Event)
-		}
-	}
-	return out, nil
 }
 
 // deliverable reports whether job's delivery to region may be sent at

@@ -9,6 +9,7 @@ import (
 	"github.com/strata-ledger/strata/antientropy"
 	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -125,7 +126,7 @@ func (a *Answerer) RedeliverHandler(w http.ResponseWriter, r *http.Request) {
 			if _, assigned, _ := fsm.RegionDigest(s, region); !assigned {
 				continue
 			}
-			evs, err := delivery(tx, s)
+			evs, err := plan.Delivery(tx, s, plan.StopsWorkflows(s.Decision.Type))
 			if err != nil {
 				return err
 			}
@@ -153,25 +154,3 @@ func (a *Answerer) RedeliverHandler(w http.ResponseWriter, r *http.Request) {
 
 // maxRedeliverBody bounds RedeliverPath's body.
 const maxRedeliverBody = MaxRepairsPerRound * (fsm.MaxJobIDBytes + 4)
-
-// delivery is what a region needs of job s, as the gates deliver it: its
-// JobCreated and, when the decision in force stops the regions, that
-// decision.
-func delivery(tx fsm.ReadTx, s *fsm.JobState) ([]fsm.Event, error) {
-	ids := []fsm.EventID{s.Created.ID}
-	switch s.Decision.Type {
-	case fsm.TypeJobCancellationRequested, fsm.TypeJobFailed, fsm.TypeJobTimedOut:
-		ids = append(ids, s.Decision.EventID)
-	}
-	var out []fsm.Event
-	for _, id := range ids {
-		se, err := tx.Event(s.Tenant, id)
-		if err != nil {
-			return nil, err
-		}
-		if se != nil {
-			out = append(out, se.Event)
-		}
-	}
-	return out, nil
-}

@@ -45,3 +45,24 @@ func Forwarded(e *fsm.Event, region string) bool {
 	}
 	return false
 }
+
+// Delivery is what a region needs of job s: its JobCreated and, when
+// stop, the decision in force: what the gates deliver to a region (the
+// global reconciler, and anti-entropy for a job a region lacks).
+func Delivery(tx fsm.ReadTx, s *fsm.JobState, stop bool) ([]fsm.Event, error) {
+	ids := []fsm.EventID{s.Created.ID}
+	if stop {
+		ids = append(ids, s.Decision.EventID)
+	}
+	var out []fsm.Event
+	for _, id := range ids {
+		se, err := tx.Event(s.Tenant, id) // a job's events are of its tenant
+		if err != nil {
+			return nil, err
+		}
+		if se != nil {
+			out = append(out, se.Event)
+		}
+	}
+	return out, nil
+}
