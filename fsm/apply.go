@@ -90,7 +90,7 @@ func (a *applier) apply(e *Event, raw []byte) (Result, error) {
 		return Result{}, err
 	}
 	if prev != nil {
-		if !sameEvent(&prev.Event, e, prev.BodyHash, bodyHash) {
+		if !SameEvent(&prev.Event, prev.BodyHash, e, bodyHash) {
 			return rejected(fmt.Errorf("event %s: %w", e.ID, ErrEventConflict)), nil
 		}
 		return Result{Outcome: OutcomeDuplicate, Seq: prev.Seq}, nil
@@ -113,8 +113,10 @@ func (a *applier) apply(e *Event, raw []byte) (Result, error) {
 	return r, err
 }
 
-// sameEvent reports whether two events with one id have the same content.
-func sameEvent(a, b *Event, ha, hb Hash) bool {
+// SameEvent reports whether two events with one (tenant, id) are the same
+// event: origin, job, fence and body (ha, hb: their body hashes). It is
+// the ledger's duplicate rule; an import checks bundles with it too.
+func SameEvent(a *Event, ha Hash, b *Event, hb Hash) bool {
 	return a.Type == b.Type && a.JobID == b.JobID && a.Tenant == b.Tenant && a.Region == b.Region &&
 		a.Node == b.Node && a.HLC == b.HLC && a.Fence == b.Fence && ha == hb
 }

@@ -56,14 +56,14 @@ func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) 
 	start := time.Now()
 	defer func() { sv.bundles.importSeconds.Observe(time.Since(start).Seconds()) }()
 	sv.bundles.bytesIn.Add(float64(size))
-	var events []fsm.Event
+	var events []fsm.StoredEvent // with the body hashes the bundle verified
 	rep, verr := bundle.Verify(io.NewSectionReader(f, 0, size), bundle.VerifyConfig{OnEntry: func(e *bundle.Entry) error {
 		if len(events) == MaxImportEvents {
 			return &httpx.APIError{Status: http.StatusRequestEntityTooLarge, Code: httpx.CodeTooLarge,
 				Message: fmt.Sprintf("a bundle of more than %d events: import it in parts", MaxImportEvents),
 				Details: map[string]any{"limit": MaxImportEvents}}
 		}
-		events = append(events, e.Stored.Event)
+		events = append(events, *e.Stored)
 		return nil
 	}})
 	out := api.ImportResponse{Tenant: rep.Manifest.Tenant, BundleID: rep.Manifest.BundleID, Entries: rep.Entries, Signers: rep.Signers}
@@ -111,12 +111,12 @@ func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) 
 
 // importEvents checks every event against the ledger (a body conflict
 // refuses the whole bundle), then applies the others in HLC total order.
-func (sv *Server) importEvents(r *http.Request, events []fsm.Event, out *api.ImportResponse) error {
-	slices.SortFunc(events, func(a, b fsm.Event) int { return a.Key().Compare(b.Key()) })
-	fresh := events[:0:0]
+func (sv *Server) importEvents(r *http.Request, events []fsm.StoredEvent, out *api.ImportResponse) error {
+	slices.SortFunc(events, func(a, b fsm.StoredEvent) int { return a.Key().Compare(b.Key()) })
+	var fresh []fsm.Event
 	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
 		for i := range events {
-			e := &events[i]
+			e := &events[i].Event
 			prev, err := tx.Event(e.Tenant, e.ID)
 			if err != nil {
 				return err
@@ -125,11 +125,7 @@ func (sv *Server) importEvents(r *http.Request, events []fsm.Event, out *api.Imp
 				fresh = append(fresh, *e)
 				continue
 			}
-			same, err := sameContent(&prev.Event, e)
-			if err != nil {
-				return err
-			}
-			if !same {
+			if !fsm.SameEvent(&prev.Event, prev.BodyHash, e, events[i].BodyHash) {
 				return &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
 					Message: fmt.Sprintf("event %s of the bundle differs from the one the ledger holds: nothing of the bundle was applied", e.ID),
 					Details: map[string]any{"event_id": e.ID.String()}}
@@ -166,20 +162,6 @@ func (sv *Server) importEvents(r *http.Request, events []fsm.Event, out *api.Imp
 		}
 	}
 	return nil
-}
-
-// sameContent reports whether two events with one (tenant, id) are the
-// same event: origin, job, fence and body.
-func sameContent(a, b *fsm.Event) (bool, error) {
-	if a.Type != b.Type || a.JobID != b.JobID || a.Region != b.Region || a.Node != b.Node || a.HLC != b.HLC || a.Fence != b.Fence {
-		return false, nil
-	}
-	ha, err := fsm.BodyHash(a.Body)
-	if err != nil {
-		return false, err
-	}
-	hb, err := fsm.BodyHash(b.Body)
-	return ha == hb, err
 }
 
 // spoolUpload gives an upload (a bundle, a snapshot) d to arrive and be
