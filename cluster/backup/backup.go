@@ -243,35 +243,83 @@ func prove(path string, want fsm.Hash) error {
 	return nil
 }
 
+// Info is what a ledger snapshot holds, as Inspect found it.
+type Info struct {
+	Kind                     string // "records" or "store image"
+	Index                    uint64
+	Digest                   fsm.Hash
+	Jobs, Workflows, Tenants int
+}
+
 // Prove restores the ledger snapshot at path (either kind) into a scratch
 // bbolt store, which checks its header, every record and checksum (and,
 // for a record stream, the ledger digest against its trailer), and
 // returns its applied index and the restored ledger's digest.
 func Prove(path string) (uint64, fsm.Hash, error) {
+	info, err := Inspect(path)
+	return info.Index, info.Digest, err
+}
+
+// Inspect is Prove that also counts what the restored ledger holds
+// (strata snapshot inspect).
+func Inspect(path string) (Info, error) {
+	var info Info
 	dir, err := os.MkdirTemp("", "strata-snapshot-proof-")
 	if err != nil {
-		return 0, fsm.Hash{}, err
+		return info, err
 	}
 	defer os.RemoveAll(dir)
 	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(dir, "ledger.db")})
 	if err != nil {
-		return 0, fsm.Hash{}, err
+		return info, err
 	}
 	defer st.Close()
 	led, err := fsm.New(fsm.Config{Store: st})
 	if err != nil {
-		return 0, fsm.Hash{}, err
+		return info, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fsm.Hash{}, err
+		return info, err
 	}
 	defer f.Close()
-	if err := led.Restore(f); err != nil {
-		return 0, fsm.Hash{}, fmt.Errorf("prove %s: %w", filepath.Base(path), err)
+	hdr := make([]byte, fsm.SnapshotHeaderLen)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return info, fmt.Errorf("%s: not a snapshot: %w", filepath.Base(path), err)
 	}
-	d, _, err := led.Digest()
-	return led.AppliedIndex(), d, err
+	h, err := fsm.DecodeSnapshotHeader(hdr)
+	if err != nil {
+		return info, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	info.Kind = "records"
+	if h.Kind == fsm.SnapshotKindStoreImage {
+		info.Kind = "store image"
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return info, err
+	}
+	if err := led.Restore(f); err != nil {
+		return info, fmt.Errorf("prove %s: %w", filepath.Base(path), err)
+	}
+	info.Index = led.AppliedIndex()
+	if info.Digest, _, err = led.Digest(); err != nil {
+		return info, err
+	}
+	err = led.View(func(tx fsm.ReadTx) error {
+		if err := tx.Jobs("", "", func(*fsm.JobState) error { info.Jobs++; return nil }); err != nil {
+			return err
+		}
+		if err := tx.Workflows("", func(*fsm.WorkflowState) error { info.Workflows++; return nil }); err != nil {
+			return err
+		}
+		return tx.ChainHeads(func(t string, _ fsm.ChainHead) error {
+			if t != "" {
+				info.Tenants++
+			}
+			return nil
+		})
+	})
+	return info, err
 }
 
 // prune removes this group's oldest backups beyond Retain.

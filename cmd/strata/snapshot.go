@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
-
-	"github.com/strata-ledger/strata/fsm"
-	"github.com/strata-ledger/strata/fsm/boltstore"
+	"github.com/strata-ledger/strata/cluster/backup"
 )
 
 func newSnapshotCmd() *cobra.Command {
@@ -92,87 +89,19 @@ func newSnapshotInspectCmd() *cobra.Command {
 		Short: "Check a snapshot's checksums by restoring it into a scratch store, and show what it holds",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := inspectSnapshot(args[0])
+			info, err := backup.Inspect(args[0])
 			if err != nil {
 				return err
 			}
 			t := newTable(cmd.OutOrStdout())
-			t.row("kind", info.kind)
-			t.row("applied_index", strconv.FormatUint(info.index, 10))
-			t.row("jobs", strconv.Itoa(info.jobs))
-			t.row("workflows", strconv.Itoa(info.workflows))
-			t.row("tenants", strconv.Itoa(info.tenants))
-			t.row("digest", info.digest.String())
+			t.row("kind", info.Kind)
+			t.row("applied_index", strconv.FormatUint(info.Index, 10))
+			t.row("jobs", strconv.Itoa(info.Jobs))
+			t.row("workflows", strconv.Itoa(info.Workflows))
+			t.row("tenants", strconv.Itoa(info.Tenants))
+			t.row("digest", info.Digest.String())
 			t.row("checksum", "verified")
 			return t.flush()
 		},
 	}
-}
-
-type snapshotInfo struct {
-	kind                     string
-	index                    uint64
-	jobs, workflows, tenants int
-	digest                   fsm.Hash
-}
-
-// inspectSnapshot restores the snapshot at path into a scratch bbolt store
-// (which checks every checksum and record) and counts what it holds.
-func inspectSnapshot(path string) (snapshotInfo, error) {
-	var info snapshotInfo
-	f, err := os.Open(path)
-	if err != nil {
-		return info, err
-	}
-	defer f.Close()
-	hdr := make([]byte, fsm.SnapshotHeaderLen)
-	if _, err := io.ReadFull(f, hdr); err != nil {
-		return info, fmt.Errorf("%s: not a snapshot: %w", path, err)
-	}
-	h, err := fsm.DecodeSnapshotHeader(hdr)
-	if err != nil {
-		return info, fmt.Errorf("%s: %w", path, err)
-	}
-	info.kind, info.index = "records", h.AppliedIndex
-	if h.Kind == fsm.SnapshotKindStoreImage {
-		info.kind = "store image"
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return info, err
-	}
-	dir, err := os.MkdirTemp("", "strata-inspect-")
-	if err != nil {
-		return info, err
-	}
-	defer os.RemoveAll(dir)
-	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(dir, "ledger.db")})
-	if err != nil {
-		return info, err
-	}
-	defer st.Close()
-	led, err := fsm.New(fsm.Config{Store: st})
-	if err != nil {
-		return info, err
-	}
-	if err := led.Restore(f); err != nil {
-		return info, fmt.Errorf("%s: %w", path, err)
-	}
-	if info.digest, _, err = led.Digest(); err != nil {
-		return info, err
-	}
-	err = led.View(func(tx fsm.ReadTx) error {
-		if err := tx.Jobs("", "", func(*fsm.JobState) error { info.jobs++; return nil }); err != nil {
-			return err
-		}
-		if err := tx.Workflows("", func(*fsm.WorkflowState) error { info.workflows++; return nil }); err != nil {
-			return err
-		}
-		return tx.ChainHeads(func(t string, _ fsm.ChainHead) error {
-			if t != "" {
-				info.tenants++
-			}
-			return nil
-		})
-	})
-	return info, err
 }
