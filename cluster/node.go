@@ -27,6 +27,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
+	"github.com/strata-ledger/strata/cluster/livestats"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/cluster/regionsync"
@@ -93,6 +94,7 @@ type Node struct {
 	ln      net.Listener
 
 	dp   *dataPlane           // progress receiver and flush (wire_dataplane.go); nil on gates
+	live *livestats.Board     // jobs' live statistics pushed by managers; gates only
 	life *lifecycle.Lifecycle // reconcilers, forwarder, workers' liveness, lease view (wire_lifecycle.go)
 
 	tree    *ledgertree.Tracker // the ledger's Merkle tree and checkpoints (wire_replica.go)
@@ -191,6 +193,9 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	}
 	if err = n.openDataPlane(); err != nil {
 		return nil, err
+	}
+	if n.role.gate {
+		n.live = livestats.NewBoard(time.Now)
 	}
 	if err = n.startAPI(); err != nil {
 		return nil, err
@@ -575,7 +580,7 @@ func (n *Node) startAPI() error {
 		MaxStaleness: n.cfg.MaxStaleness, SessionWait: n.cfg.SessionWait, WorkerAckWindow: n.cfg.WorkerAckWindow,
 		EnableFaultInjection: n.cfg.EnableFaultInjection, ClusterToken: n.cfg.ClusterToken,
 		Auth: n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
-		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, DataPlane: n.dataPlaneAPI(),
+		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, DataPlane: n.dataPlaneAPI(), Live: n.liveAPI(),
 		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 	})

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -349,15 +350,39 @@ func testDataPlaneForget(t *testing.T, e *dpEnv) {
 // TestDataPlane_ReferenceWorker: reference workers (cluster/worker) on a
 // cluster with reconcilers (subnet 228) report progress over the data
 // plane by default; the job ends with exact totals, and no progress went
-// over HTTP.
+// over HTTP. While it runs, a watch and GET /v1/jobs/{id} on a gate show
+// the live rate and latency percentiles the frames' histograms carry,
+// marked not durable.
 func TestDataPlane_ReferenceWorker(t *testing.T) {
 	c := startLifecycleCluster(t, 228)
 	startWorkers(t, c, 2, 4)
-	id := lifecycleJob(t, c, 3, "2s", "10m")
+	id := lifecycleJob(t, c, 3, "4s", "10m")
+	c.waitFor("the job on g1", func() bool { return jobOn(c, "g1", id) != nil })
+	watched := make(chan []api.JobLive, 1)
+	go func() { watched <- watchLive(t, c, id) }()
+	var got api.JobLive // from GET /v1/jobs/{id}
+	c.waitFor("live statistics in the job's view", func() bool {
+		var v struct {
+			Status fsm.JobStatus `json:"status"`
+			Live   api.JobLive   `json:"live"`
+		}
+		c.call("g2", "GET", "/v1/jobs/"+id, testAcmeToken, nil).decode(t, &v)
+		if v.Status.Terminal() {
+			t.Fatalf("job ended %s and no view showed live statistics", v.Status)
+		}
+		got = v.Live
+		return got["use1"].RequestsPerS > 0
+	})
+	checkLive(t, "GET /v1/jobs/{id}", got["use1"])
 	waitStatus(t, c, id, fsm.JobStatusCompleted)
-	if r := jobOn(c, "g1", id).Regions[0]; r.Completed+r.Failed != 3*2*50 {
-		t.Fatalf("region state %+v: want 300 simulated requests", r)
+	if r := jobOn(c, "g1", id).Regions[0]; r.Completed+r.Failed != 3*4*50 {
+		t.Fatalf("region state %+v: want 600 simulated requests", r)
 	}
+	lives := <-watched
+	if len(lives) == 0 {
+		t.Fatal("the watch sent no live statistics")
+	}
+	checkLive(t, "watch", lives[len(lives)-1]["use1"])
 	var folded, overHTTP float64
 	for _, m := range []string{"m1", "m2", "m3"} {
 		n := c.node(m)
@@ -368,5 +393,37 @@ func TestDataPlane_ReferenceWorker(t *testing.T) {
 	}
 	if folded == 0 || overHTTP != 0 {
 		t.Fatalf("%v updates folded from frames, %v progress calls over HTTP: want frames only", folded, overHTTP)
+	}
+}
+
+// watchLive watches job id on g1 until it ends and returns the live
+// statistics the stream sent.
+func watchLive(t *testing.T, c *testCluster, id string) []api.JobLive {
+	cl, err := api.New(api.ClientConfig{Addrs: []string{c.cfg("g1").HTTPAddr}, Token: testAcmeToken})
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nodeTestWait)
+	defer cancel()
+	var lives []api.JobLive
+	err = cl.WatchJobLive(ctx, id, "", func(*fsm.JobState) error { return nil }, func(l api.JobLive) error {
+		lives = append(lives, l)
+		return nil
+	})
+	if err != nil {
+		t.Errorf("watch: %v", err)
+	}
+	return lives
+}
+
+// checkLive checks a region's live figures against the reference
+// worker's synthetic load: half its requests in 2–4 ms, none over 128 ms
+// (a window of a few dozen requests may hold none of the slowest 1 %).
+func checkLive(t *testing.T, where string, l api.LiveStats) {
+	t.Helper()
+	if l.Durable || l.Managers < 1 || l.RequestsPerS <= 0 || l.FailedPerS > l.RequestsPerS ||
+		l.P50Ms < 2.048 || l.P50Ms > 4.096 || l.P99Ms < l.P50Ms || l.P99Ms > 131.072 {
+		t.Fatalf("%s: live %+v", where, l)
 	}
 }

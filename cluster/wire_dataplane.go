@@ -12,9 +12,11 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/httpapi"
+	"github.com/strata-ledger/strata/cluster/livestats"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/gossip"
 	"github.com/strata-ledger/strata/transport/progress"
 )
 
@@ -26,6 +28,9 @@ import (
 // NodeWAL and climbs them to the regional ledger (a follower's forwards
 // them to the leader). Any manager of the region serves any worker: the
 // keys are derived (dataplane_views.go), not handed between managers.
+// The latency histograms the frames carry are not written anywhere: each
+// flush turns them into per-job live samples (cluster/livestats) pushed
+// to every gate, which serve them in job views (stats at NONE).
 
 // Data-plane timings and bounds.
 const (
@@ -51,6 +56,8 @@ type dataPlane struct {
 	addr  string // data_plane_addr, as advertised in gossip
 	keys  *regKeys
 	flush prometheus.Histogram
+	live  *livestats.Tracker
+	push  *livestats.Pusher
 
 	// Owned by the flush loop.
 	pending map[aggKey]progress.Progress // drained, not yet submitted
@@ -67,12 +74,19 @@ func (n *Node) openDataPlane() error {
 		return nil
 	}
 	d := &dataPlane{n: n, addr: n.cfg.DataPlaneAddr, pending: map[aggKey]progress.Progress{}, tracked: map[aggKey]uint64{},
+		live: livestats.NewTracker(),
 		keys: &regKeys{token: n.cfg.ClusterToken, store: n.store, now: time.Now},
 		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_duration_seconds",
 			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."})}
 	if err := n.reg.Register(d.flush); err != nil {
 		return err
 	}
+	push, err := livestats.NewPusher(livestats.PusherConfig{Client: n.peers.HTTPClient(), ClusterToken: n.cfg.ClusterToken,
+		Gates: n.gateAPIAddrs, Logger: n.log.With("component", "livestats"), Registerer: n.reg})
+	if err != nil {
+		return err
+	}
+	d.push = push
 	rcv, err := progress.New(progress.Config{UDPAddr: d.addr, TCPAddr: d.addr, Keys: d.keys,
 		Leases: &leaseTable{store: n.store, now: time.Now}, Registerer: n.reg, Logger: n.log.With("component", "progress")})
 	if err != nil {
@@ -89,7 +103,19 @@ func (n *Node) openDataPlane() error {
 func (n *Node) runDataPlane() {
 	if n.dp != nil {
 		n.bg.Go(func() { n.dp.run(n.ctx) })
+		n.bg.Go(func() { n.dp.push.Run(n.ctx) })
 	}
+}
+
+// gateAPIAddrs are the API addresses of every gate gossip knows.
+func (n *Node) gateAPIAddrs() []string {
+	var out []string
+	for _, m := range n.members.Members() {
+		if m.Meta.Role == gossip.RoleGate && m.Meta.APIAddr != "" {
+			out = append(out, m.Meta.APIAddr)
+		}
+	}
+	return out
 }
 
 // dataPlaneAPI is the receiver as the worker API sees it, nil without one.
@@ -98,6 +124,15 @@ func (n *Node) dataPlaneAPI() httpapi.DataPlane {
 		return nil
 	}
 	return n.dp
+}
+
+// liveAPI is the gate's board of live statistics for job views, nil on
+// managers (their job reads go to a gate).
+func (n *Node) liveAPI() httpapi.Live {
+	if n.live == nil {
+		return nil
+	}
+	return n.live
 }
 
 // Access is the data-plane access of worker's registration joined at
@@ -142,10 +177,14 @@ func (d *dataPlane) flushOnce(ctx context.Context) {
 	for _, p := range d.rcv.Drain() {
 		k := aggKey{p.Workflow, p.Worker}
 		d.pending[k], d.tracked[k] = p, p.Fence
+		d.live.Add(p)
 	}
 	if len(d.pending) > 0 {
 		d.submit(ctx)
 		d.flush.Observe(time.Since(start).Seconds())
+	}
+	if samples, dropped := d.live.Take(dataPlaneFlushInterval); len(samples) > 0 {
+		d.push.Send(&livestats.Push{Node: d.n.cfg.NodeID, Region: d.n.cfg.Region, Samples: samples}, dropped)
 	}
 	if d.flushes++; d.flushes%dataPlaneSweepEvery == 0 {
 		d.sweep()
@@ -225,6 +264,7 @@ func (d *dataPlane) sweep() {
 	}
 	for _, k := range ended {
 		d.rcv.Forget(k.workflow, k.worker)
+		d.live.Forget(k.workflow, k.worker)
 		delete(d.tracked, k)
 	}
 }

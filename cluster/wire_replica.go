@@ -12,6 +12,7 @@ import (
 	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/cluster/aestatus"
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/livestats"
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/cluster/regionsync"
 	"github.com/strata-ledger/strata/cluster/replica"
@@ -205,6 +206,9 @@ func (r internalRoutes) Routes() map[string]http.HandlerFunc {
 		routes[regionsync.CompareAnswerPath] = a.Handler
 		routes[regionsync.RedeliverPath] = a.RedeliverHandler
 		routes[aestatus.RegionPath] = r.n.ae.RegionHandler
+	}
+	if r.n.live != nil {
+		routes[livestats.Path] = livestats.Handler(r.n.live, r.n.cfg.ClusterToken)
 	}
 	return routes
 }

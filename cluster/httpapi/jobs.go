@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -98,7 +99,41 @@ func (sv *Server) handleGetJob(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	sv.setReadHeaders(w)
+	if live := sv.liveOf(s.JobID); live != nil {
+		httpx.WriteJSON(w, http.StatusOK, jobWithLive{JobState: s, Live: live})
+		return
+	}
 	httpx.WriteJSON(w, http.StatusOK, s)
+}
+
+// jobWithLive is a job's JSON with its live statistics added as "live".
+type jobWithLive struct {
+	*fsm.JobState
+	Live api.JobLive
+}
+
+func (j jobWithLive) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(j.JobState)
+	if err != nil {
+		return nil, err
+	}
+	live, err := json.Marshal(j.Live)
+	if err != nil {
+		return nil, err
+	}
+	// b is a JSON object: insert the member before its closing brace.
+	out := append(b[:len(b)-1:len(b)-1], `,"live":`...)
+	out = append(out, live...)
+	return append(out, '}'), nil
+}
+
+// liveOf is job's live statistics on a gate that has fresh ones, nil
+// otherwise.
+func (sv *Server) liveOf(job string) api.JobLive {
+	if sv.cfg.Live == nil {
+		return nil
+	}
+	return sv.cfg.Live.Live(job)
 }
 
 // readJob is a read call's prelude (consistency) and its job: the job p

@@ -151,6 +151,12 @@ type DataPlane interface {
 	QueueFill() float64
 }
 
+// Live is a gate's memory of jobs' live statistics (cluster/livestats).
+type Live interface {
+	// Live returns job's live figures by region, nil when none is fresh.
+	Live(job string) api.JobLive
+}
+
 // WALStatus is the NodeWAL's positions, for GET /v1/cluster/raft.
 type WALStatus interface {
 	Watermarks() wal.Watermarks
@@ -189,10 +195,13 @@ type Config struct {
 	// DataPlane is the manager's progress receiver; nil when the node
 	// has none (gates, a manager without data_plane_addr).
 	DataPlane DataPlane
-	WAL       WALStatus
-	Stamper   *commit.Stamper
-	JobIDs    *fsm.JobIDGenerator
-	Faults    *faultnet.Faults
+	// Live is a gate's live statistics, nil on managers: GET
+	// /v1/jobs/{id} and watches add them to the job (stats at NONE).
+	Live    Live
+	WAL     WALStatus
+	Stamper *commit.Stamper
+	JobIDs  *fsm.JobIDGenerator
+	Faults  *faultnet.Faults
 	// Registry serves /metrics and takes the HTTP metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger

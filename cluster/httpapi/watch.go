@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -43,6 +45,9 @@ const (
 	// thousands of entries a second costs each watcher at most one read
 	// per interval, and a change is still seen within it.
 	watchMinInterval = 100 * time.Millisecond
+	// watchLiveInterval is how often a gate's stream looks for new live
+	// statistics of its job (they change every flush, 500 ms).
+	watchLiveInterval = time.Second
 	// watchWriteTimeout bounds one write to a watcher: a client that
 	// stops reading loses its stream instead of holding it. Each write
 	// sets it afresh, in place of the request's write deadline
@@ -172,6 +177,13 @@ func (sv *Server) streamJob(ctx context.Context, w http.ResponseWriter, s *fsm.J
 	}
 	keepalive := time.NewTimer(watchKeepalive)
 	defer keepalive.Stop()
+	var liveTick <-chan time.Time // a gate sends the job's live statistics
+	if sv.cfg.Live != nil {
+		t := time.NewTicker(watchLiveInterval)
+		defer t.Stop()
+		liveTick = t.C
+	}
+	var lastLive api.JobLive
 	lastRead := time.Now()
 	for {
 		select {
@@ -181,6 +193,17 @@ func (sv *Server) streamJob(ctx context.Context, w http.ResponseWriter, s *fsm.J
 			if sw.comment("keepalive") != nil {
 				return
 			}
+			keepalive.Reset(watchKeepalive)
+			continue
+		case <-liveTick:
+			live := sv.liveOf(s.JobID)
+			if live == nil || maps.Equal(live, lastLive) {
+				continue
+			}
+			if sw.live(live, index) != nil {
+				return
+			}
+			lastLive = live
 			keepalive.Reset(watchKeepalive)
 			continue
 		case <-moved:
@@ -238,6 +261,16 @@ func (s *sseWriter) state(st *fsm.JobState, index uint64) error {
 		return err
 	}
 	s.buf = appendSSE(s.buf[:0], api.WatchEventState, strconv.FormatUint(index, 10), data)
+	return s.send(s.buf)
+}
+
+// live sends a job's live statistics (api.WatchEventLive).
+func (s *sseWriter) live(live api.JobLive, index uint64) error {
+	data, err := json.Marshal(live)
+	if err != nil {
+		return err
+	}
+	s.buf = appendSSE(s.buf[:0], api.WatchEventLive, strconv.FormatUint(index, 10), data)
 	return s.send(s.buf)
 }
 

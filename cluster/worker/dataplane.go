@@ -78,7 +78,8 @@ func (r *Runner) sendProgress(rn *run, completed, failed uint64) bool {
 	if ss == nil || ss.failed.Load() {
 		return false
 	}
-	err := ss.s.Set(progress.Update{Workflow: rn.key.workflow, Fence: rn.key.fence, Completed: completed, Failed: failed})
+	err := ss.s.Set(progress.Update{Workflow: rn.key.workflow, Fence: rn.key.fence, Completed: completed, Failed: failed,
+		Histogram: Latency(completed + failed)})
 	return err == nil
 }
 

@@ -133,3 +133,29 @@ func FuzzProgress(f *testing.F) {
 		}
 	})
 }
+
+// Latency's counts add up to the requests, only grow with them (the data
+// plane folds cumulative histograms by maximum), and follow the shares.
+func TestLatency(t *testing.T) {
+	if Latency(0) != nil {
+		t.Fatal("a histogram for no requests")
+	}
+	var prev []uint64
+	for total := uint64(1); total <= 1_000; total++ {
+		h := Latency(total)
+		var sum uint64
+		for i, v := range h {
+			sum += v
+			if i < len(prev) && v < prev[i] {
+				t.Fatalf("bucket %d went from %d to %d at %d requests", i, prev[i], v, total)
+			}
+		}
+		if sum != total {
+			t.Fatalf("%d requests counted as %d", total, sum)
+		}
+		prev = h
+	}
+	if h := Latency(1_000); h[12] != 500 || h[13] != 400 || h[14] != 90 || h[17] != 10 {
+		t.Fatalf("shares of 1,000 requests: %v", h)
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 // Exit codes of `strata job watch` for a job that ended other than
@@ -36,6 +39,10 @@ completed+failed simulated requests out of what its workflows should send
 only. With -o json every state is printed as one JSON line instead. A broken
 stream is reopened (on the next --addr when a node is gone).
 
+While workers report over the data plane, each region also shows its live
+request rate and p50/p99 latency of the last seconds (-o json: {"live": ...}
+lines); these figures are held in the gates' memory only, not in the ledger.
+
 Exit codes: 0 COMPLETED, 3 FAILED, 4 CANCELLED, 5 TIMED_OUT, 1 error, 2 usage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,16 +52,19 @@ Exit codes: 0 COMPLETED, 3 FAILED, 4 CANCELLED, 5 TIMED_OUT, 1 error, 2 usage.`,
 			}
 			out := cmd.OutOrStdout()
 			var show func(*fsm.JobState) error
+			var showLive func(api.JobLive) error
 			if f.json() {
 				show = func(st *fsm.JobState) error { return printJSONLine(out, st) }
+				showLive = func(l api.JobLive) error { return printJSONLine(out, map[string]api.JobLive{"live": l}) }
 			} else {
-				show = newWatchView(out, isTerminalWriter(out)).show
+				v := newWatchView(out, isTerminalWriter(out))
+				show, showLive = v.show, v.showLive
 			}
 			var last *fsm.JobState
-			err = c.WatchJobSession(cmd.Context(), args[0], f.session, func(st *fsm.JobState) error {
+			err = c.WatchJobLive(cmd.Context(), args[0], f.session, func(st *fsm.JobState) error {
 				last = st
 				return show(st)
-			})
+			}, showLive)
 			if err != nil {
 				return err
 			}
@@ -156,6 +166,37 @@ type watchView struct {
 	tty   bool
 	bars  map[string]*progressbar.ProgressBar
 	drawn int // lines drawn last time (tty)
+	last  *fsm.JobState
+	live  api.JobLive
+}
+
+// showLive records a job's live statistics: on a terminal they join the
+// region lines at the next redraw (now, if a state was drawn); elsewhere
+// each region's figures are one line.
+func (v *watchView) showLive(live api.JobLive) error {
+	v.live = live
+	if v.tty {
+		if v.last == nil {
+			return nil
+		}
+		return v.show(v.last)
+	}
+	regions := slices.Sorted(maps.Keys(live))
+	var b strings.Builder
+	for _, r := range regions {
+		fmt.Fprintf(&b, "%s  %s\n", r, liveText(live[r]))
+	}
+	_, err := io.WriteString(v.w, b.String())
+	return err
+}
+
+// liveText renders one region's live figures.
+func liveText(l api.LiveStats) string {
+	s := fmt.Sprintf("live %.1f req/s", l.RequestsPerS)
+	if l.P50Ms > 0 || l.P99Ms > 0 {
+		s += fmt.Sprintf("  p50 %.1f ms  p99 %.1f ms", l.P50Ms, l.P99Ms)
+	}
+	return s + "  (not durable)"
 }
 
 func newWatchView(w io.Writer, tty bool) *watchView {
@@ -163,6 +204,7 @@ func newWatchView(w io.Writer, tty bool) *watchView {
 }
 
 func (v *watchView) show(st *fsm.JobState) error {
+	v.last = st
 	lines := []string{statusLine(st)}
 	regions := regionLines(st)
 	width := 0
@@ -170,7 +212,11 @@ func (v *watchView) show(st *fsm.JobState) error {
 		width = max(width, len(r.region))
 	}
 	for _, r := range regions {
-		lines = append(lines, v.regionText(r, width))
+		line := v.regionText(r, width)
+		if l, ok := v.live[r.region]; ok && v.tty && !st.Status.Terminal() {
+			line += "  " + liveText(l)
+		}
+		lines = append(lines, line)
 	}
 	var b strings.Builder
 	if v.tty && v.drawn > 0 {

@@ -67,6 +67,13 @@ func (c *Client) WatchJob(ctx context.Context, id string, fn func(*fsm.JobState)
 // WatchJobSession is WatchJob whose first state includes the write that
 // returned the session token (consistency=session, DESIGN §8).
 func (c *Client) WatchJobSession(ctx context.Context, id, session string, fn func(*fsm.JobState) error) error {
+	return c.WatchJobLive(ctx, id, session, fn, nil)
+}
+
+// WatchJobLive is WatchJobSession that also hands live, when not nil,
+// the job's live statistics each time a gate sends new ones (about every
+// second while workers report over the data plane; never durable).
+func (c *Client) WatchJobLive(ctx context.Context, id, session string, fn func(*fsm.JobState) error, live func(JobLive) error) error {
 	if err := checkID("job id", id); err != nil {
 		return err
 	}
@@ -74,7 +81,7 @@ func (c *Client) WatchJobSession(ctx context.Context, id, session string, fn fun
 		return errors.New("watch job: nil callback")
 	}
 	path := "/v1/jobs/" + url.PathEscape(id) + "/watch"
-	w := &watcher{c: c, path: path, session: session, fn: fn}
+	w := &watcher{c: c, path: path, session: session, fn: fn, live: live}
 	return w.run(ctx)
 }
 
@@ -85,6 +92,7 @@ type watcher struct {
 	path    string
 	session string
 	fn      func(*fsm.JobState) error
+	live    func(JobLive) error
 	last    *fsm.JobState
 }
 
@@ -202,6 +210,16 @@ func (w *watcher) stream(ctx context.Context, base string) (progressed bool, err
 				err = fmt.Errorf("no data for %s", watchIdleTimeout)
 			}
 			return progressed, fmt.Errorf("GET %s from %s: %w", w.path, base, err)
+		}
+		if ev.Event == WatchEventLive && w.live != nil {
+			live, err := decodeLive(ev.Data)
+			if err != nil {
+				return progressed, fmt.Errorf("GET %s from %s: %w: live event: %v", w.path, base, errProtocol, err)
+			}
+			if err := w.live(live); err != nil {
+				return progressed, &fnError{err}
+			}
+			continue
 		}
 		if ev.Event != WatchEventState {
 			continue // a later server's other events
