@@ -145,6 +145,13 @@ func testDataPlaneUDP(t *testing.T, e *dpEnv) {
 		}
 		return true
 	})
+	// The heartbeat echoes the ledger's counters of what the worker
+	// holds: how a worker learns that its frames arrive.
+	var hb api.HeartbeatResponse
+	e.call(e.lead, "POST", "/v1/workers/dp1/heartbeat", `{"running":[{"workflow":"`+ids[1]+`","lease_fence":1},{"workflow":"`+ids[2]+`","lease_fence":9}]}`).decode(t, &hb)
+	if wc, wf := final(1); len(hb.Recorded) != 1 || hb.Recorded[0] != (api.RecordedProgress{Workflow: ids[1], LeaseFence: 1, Completed: wc, Failed: wf}) {
+		t.Fatalf("heartbeat recorded %+v, want %s only (the other names a fence dp1 does not hold)", hb.Recorded, ids[1])
+	}
 	in, dropped, duped := proxy.stats()
 	t.Logf("proxy: %d datagrams, %d dropped, %d duplicated", in, dropped, duped)
 	if dropped == 0 || duped == 0 {

@@ -40,13 +40,31 @@ func backpressureLevel(fills ...float64) string {
 func stopList(worker string, running []api.RunningWorkflow, wfs map[string]*fsm.WorkflowState) []string {
 	stop := []string{}
 	for _, rw := range running {
-		wf := wfs[rw.Workflow]
-		keep := wf != nil && wf.Status == fsm.WorkflowStatusLeased && wf.Worker == worker && wf.LeaseFence == rw.LeaseFence
-		if !keep && !slices.Contains(stop, rw.Workflow) {
+		if !holds(worker, rw, wfs) && !slices.Contains(stop, rw.Workflow) {
 			stop = append(stop, rw.Workflow)
 		}
 	}
 	return stop
+}
+
+// recordedList is the ledger's counters of the running workflows worker
+// still holds: a worker sending progress over the data plane learns from
+// them whether its frames arrive (it gets no other answer to a frame).
+func recordedList(worker string, running []api.RunningWorkflow, wfs map[string]*fsm.WorkflowState) []api.RecordedProgress {
+	var out []api.RecordedProgress
+	for _, rw := range running {
+		if holds(worker, rw, wfs) {
+			wf := wfs[rw.Workflow]
+			out = append(out, api.RecordedProgress{Workflow: wf.ID, LeaseFence: wf.LeaseFence, Completed: wf.Completed, Failed: wf.Failed})
+		}
+	}
+	return out
+}
+
+// holds says whether worker holds rw's lease at its fence.
+func holds(worker string, rw api.RunningWorkflow, wfs map[string]*fsm.WorkflowState) bool {
+	wf := wfs[rw.Workflow]
+	return wf != nil && wf.Status == fsm.WorkflowStatusLeased && wf.Worker == worker && wf.LeaseFence == rw.LeaseFence
 }
 
 // checkReport decides whether a worker's report of type t (progress,

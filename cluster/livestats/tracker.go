@@ -11,11 +11,11 @@ import (
 
 // Sample is one job's load as one manager saw it over one interval.
 type Sample struct {
-	Job      string          `json:"job"`
-	Requests uint64          `json:"requests"` // completed + failed
-	Failed   uint64          `json:"failed"`
+	Job      string        `json:"job"`
+	Requests uint64        `json:"requests"` // completed + failed
+	Failed   uint64        `json:"failed"`
 	Hist     Histogram     `json:"hist"`
-	Interval time.Duration   `json:"interval_ns"`
+	Interval time.Duration `json:"interval_ns"`
 }
 
 // Histogram is a latency histogram in the data plane's log2 buckets. Its
@@ -52,9 +52,9 @@ type aggKey struct{ workflow, worker string }
 
 // cumulative is the last counters an aggregate reported.
 type cumulative struct {
-	fence          uint64
-	total, failed  uint64
-	hist           Histogram
+	fence         uint64
+	total, failed uint64
+	hist          Histogram
 }
 
 // Tracker turns drained aggregates into per-job deltas. The first report

@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/base64"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,11 +32,43 @@ const (
 // gone or unreachable; the next registration tries the data plane again).
 const maxFlushFailures = 3
 
-// sessionSender is a session's data-plane sender.
+// sessionSender is a session's data-plane sender: UDP first, TCP when
+// the stall judge finds UDP blocked, HTTP when TCP fails or stalls too.
 type sessionSender struct {
-	s      *progress.Sender
 	failed atomic.Bool // fell back to HTTP
+
+	mu      sync.Mutex
+	s       *progress.Sender
+	network string
+	tcpAddr string
+	enc     progress.EncoderConfig
+	flushed map[string]uint64 // totals sent by the last good flush
+	before  map[string]uint64 // flushed as of the previous heartbeat
+	judge   stallJudge
 }
+
+// current is the sender in use.
+func (ss *sessionSender) current() *progress.Sender {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.s
+}
+
+// flushed records the totals a good flush of s sent.
+func (ss *sessionSender) sent(s *progress.Sender) {
+	totals := map[string]uint64{}
+	for _, u := range s.Updates() {
+		totals[u.Workflow] = u.Completed + u.Failed
+	}
+	ss.mu.Lock()
+	if ss.s == s {
+		ss.flushed = totals
+	}
+	ss.mu.Unlock()
+}
+
+// close closes the sender in use.
+func (ss *sessionSender) close() { _ = ss.current().Close() }
 
 // checkProgress refuses an unknown Config.Progress.
 func checkProgress(p string) error {
@@ -58,17 +91,18 @@ func (r *Runner) openSender(resp *api.RegisterWorkerResponse) *sessionSender {
 		network, addr = ProgressTCP, dp.TCPAddr
 	}
 	key, err := base64.StdEncoding.DecodeString(dp.Key)
+	enc := progress.EncoderConfig{Worker: resp.WorkerID, KeyID: dp.KeyID, Key: key}
 	var s *progress.Sender
 	if err == nil {
-		s, err = progress.NewSender(progress.SenderConfig{Addr: addr, Network: network,
-			Encoder: progress.EncoderConfig{Worker: resp.WorkerID, KeyID: dp.KeyID, Key: key}})
+		s, err = progress.NewSender(progress.SenderConfig{Addr: addr, Network: network, Encoder: enc})
 	}
 	if err != nil {
 		r.log.Warn("data plane unusable: progress goes over HTTP", "worker", resp.WorkerID, "addr", addr, "err", err)
 		return nil
 	}
 	r.log.Info("progress over the data plane", "worker", resp.WorkerID, "network", network, "addr", addr)
-	return &sessionSender{s: s}
+	return &sessionSender{s: s, network: network, tcpAddr: dp.TCPAddr, enc: enc,
+		judge: stallJudge{window: r.cfg.StallWindow}}
 }
 
 // sendProgress records a workflow's counters for the session's next
@@ -78,7 +112,7 @@ func (r *Runner) sendProgress(rn *run, completed, failed uint64) bool {
 	if ss == nil || ss.failed.Load() {
 		return false
 	}
-	err := ss.s.Set(progress.Update{Workflow: rn.key.workflow, Fence: rn.key.fence, Completed: completed, Failed: failed,
+	err := ss.current().Set(progress.Update{Workflow: rn.key.workflow, Fence: rn.key.fence, Completed: completed, Failed: failed,
 		Histogram: Latency(completed + failed)})
 	return err == nil
 }
@@ -86,8 +120,52 @@ func (r *Runner) sendProgress(rn *run, completed, failed uint64) bool {
 // dropProgress stops sending rn's counters (its end goes over HTTP).
 func (r *Runner) dropProgress(rn *run) {
 	if ss := rn.sess.sender; ss != nil {
-		ss.s.Remove(rn.key.workflow)
+		ss.current().Remove(rn.key.workflow)
 	}
+}
+
+// judgeDataPlane takes a heartbeat's recorded counters: when the data
+// plane has delivered nothing for the stall window, UDP gives way to TCP
+// and TCP to HTTP for the rest of the registration.
+func (r *Runner) judgeDataPlane(s *session, resp *api.HeartbeatResponse) {
+	ss := s.sender
+	if ss == nil || ss.failed.Load() {
+		return
+	}
+	ss.mu.Lock()
+	before := ss.before
+	ss.before = ss.flushed
+	stalled := ss.judge.observe(r.now(), before, resp.Recorded, resp.Backpressure == api.BackpressureNone)
+	network := ss.network
+	ss.mu.Unlock()
+	if !stalled {
+		return
+	}
+	if network == ProgressUDP && ss.tcpAddr != "" {
+		if err := ss.switchToTCP(); err == nil {
+			r.log.Warn("progress frames over UDP are not arriving: switching to TCP", "worker", s.id, "addr", ss.tcpAddr)
+			return
+		}
+	}
+	ss.failed.Store(true)
+	r.log.Warn("progress frames are not arriving: progress goes over HTTP for this registration", "worker", s.id, "network", network)
+}
+
+// switchToTCP replaces the UDP sender by a TCP one holding the same
+// counters.
+func (ss *sessionSender) switchToTCP() error {
+	s, err := progress.NewSender(progress.SenderConfig{Addr: ss.tcpAddr, Network: ProgressTCP, Encoder: ss.enc})
+	if err != nil {
+		return err
+	}
+	ss.mu.Lock()
+	old := ss.s
+	for _, u := range old.Updates() {
+		_ = s.Set(u) // valid: old held it
+	}
+	ss.s, ss.network, ss.flushed, ss.before = s, ProgressTCP, nil, nil
+	ss.mu.Unlock()
+	return old.Close()
 }
 
 // pressureStretch is how many progress intervals a flush waits at a
@@ -111,7 +189,7 @@ func (r *Runner) flushLoop(s *session) {
 	if ss == nil {
 		return
 	}
-	defer ss.s.Close()
+	defer ss.close()
 	t := time.NewTimer(r.cfg.ProgressInterval)
 	defer t.Stop()
 	failures := 0
@@ -123,7 +201,12 @@ func (r *Runner) flushLoop(s *session) {
 		}
 		stretch := pressureStretch(r.backpressure())
 		if stretch > 0 {
-			if _, err := ss.s.Flush(); err != nil {
+			cur := ss.current()
+			_, err := cur.Flush()
+			if err != nil && cur != ss.current() {
+				err = nil // replaced (UDP to TCP) while it flushed: not a failure
+			}
+			if err != nil {
 				if failures++; failures >= maxFlushFailures {
 					ss.failed.Store(true)
 					r.log.Warn("data plane failing: progress goes over HTTP for this registration", "worker", s.id, "err", err)
@@ -131,6 +214,7 @@ func (r *Runner) flushLoop(s *session) {
 				}
 			} else {
 				failures = 0
+				ss.sent(cur)
 			}
 		}
 		t.Reset(r.cfg.ProgressInterval * max(stretch, 1))

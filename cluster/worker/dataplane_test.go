@@ -2,6 +2,8 @@ package worker
 
 import (
 	"encoding/base64"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,6 +107,58 @@ func TestRunner_DataPlaneFallsBackToHTTP(t *testing.T) {
 	startRunner(t, f, func(c *Config) { c.Progress = ProgressTCP })
 	f.setLeases(lease("wf-a", 1, spec(10*time.Second, 100, 0.25)))
 	f.waitFor("progress over HTTP", hasProgress("wf-a", 0, 0))
+}
+
+// TestRunner_BlockedUDPMovesToTCP: UDP frames vanish (a socket that
+// reads and drops them, as a firewall would: every send succeeds), so
+// the heartbeats' recorded counters stay behind and still; after the
+// stall window the worker sends the same counters over TCP, never HTTP.
+func TestRunner_BlockedUDPMovesToTCP(t *testing.T) {
+	rcv := startTestReceiver(t)
+	hole, err := net.ListenPacket("udp", "127.0.229.3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hole.Close() })
+	var holed atomic.Int64
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, _, err := hole.ReadFrom(buf); err != nil {
+				return
+			}
+			holed.Add(1)
+		}
+	}()
+	f := newFakeManager(t)
+	f.dataPlane = access(rcv.TCPAddr().String())
+	f.dataPlane.UDPAddr = hole.LocalAddr().String()
+	f.recorded = func(wf string, fence uint64) api.RecordedProgress { // the ledger holds what arrived
+		p, _ := rcv.Get(wf, testWorkerID)
+		return api.RecordedProgress{Workflow: wf, LeaseFence: fence, Completed: p.Completed, Failed: p.Failed}
+	}
+	const window = time.Minute // of the runner's (fake) clock
+	h := startRunner(t, f, func(c *Config) { c.StallWindow = window })
+	f.setLeases(lease("wf-a", 1, spec(10*time.Minute, 100, 0.25)))
+	f.waitRunning(running(ref("wf-a", 1)))
+	h.clock.Advance(4 * time.Second)
+	waitUntil(t, "frames into the hole", func() bool { return holed.Load() > 2 })
+	beats := func() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.beats) }
+	n := beats()
+	f.waitFor("3 heartbeats that see the ledger behind", func(f *fakeManager) bool { return len(f.beats) > n+3 })
+	if _, ok := rcv.Get("wf-a", testWorkerID); ok {
+		t.Fatal("a UDP frame arrived through the hole")
+	}
+	h.clock.Advance(window)
+	waitUntil(t, "the counters at 4 s over TCP", func() bool {
+		p, ok := rcv.Get("wf-a", testWorkerID)
+		return ok && p.Completed >= 300 && p.Failed >= 100
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.progress) != 0 {
+		t.Fatalf("progress went over HTTP: %+v", f.progress)
+	}
 }
 
 func TestPressureStretch(t *testing.T) {

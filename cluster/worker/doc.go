@@ -9,8 +9,11 @@
 // it, and over HTTP otherwise or once the data plane keeps failing for
 // that registration; the end of a workflow always goes over HTTP. Frames
 // get no answer, so on the data plane a lease that moved on is learned
-// from the heartbeat's Stop list, and the heartbeat's backpressure level
-// paces the frames (THROTTLE, BATCH: less often; REJECT: paused).
+// from the heartbeat's Stop list, the heartbeat's backpressure level
+// paces the frames (THROTTLE, BATCH: less often; REJECT: paused), and
+// the heartbeat's recorded counters tell whether frames arrive at all:
+// when they stay behind and still for Config.StallWindow (10 s) the
+// session moves from UDP to TCP, and from TCP to HTTP (stall.go).
 //
 // The load is a pure function of the spec and the time run (Progress), so
 // counters are exact and repeatable: a workflow of rate 200 and duration

@@ -40,8 +40,11 @@ type fakeManager struct {
 	failEnds       int                  // the next end reports answer 503
 	dataPlane      *api.DataPlaneAccess // offered at registration
 	pressure       string               // heartbeats' backpressure ("": NONE)
-	leases         []api.Lease
-	index          uint64
+	// recorded, when set, gives the ledger's counters of a running
+	// workflow for the heartbeat's recorded list.
+	recorded func(workflow string, fence uint64) api.RecordedProgress
+	leases   []api.Lease
+	index    uint64
 	// records
 	regs     []api.RegisterWorkerRequest
 	deregs   []string
@@ -218,6 +221,9 @@ func (f *fakeManager) heartbeat(w http.ResponseWriter, r *http.Request) {
 	for _, rw := range req.Running {
 		if f.stop[rw.Workflow] && !slices.Contains(resp.Stop, rw.Workflow) {
 			resp.Stop = append(resp.Stop, rw.Workflow)
+		}
+		if f.recorded != nil {
+			resp.Recorded = append(resp.Recorded, f.recorded(rw.Workflow, rw.LeaseFence))
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)

@@ -79,6 +79,7 @@ func (r *Runner) onBeat(s *session, b beat, failures int) int {
 	if failures > 0 {
 		r.log.Info("heartbeat succeeded again", "worker", s.id, "after_failures", failures)
 	}
+	r.judgeDataPlane(s, b.resp)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b.sent.After(r.lastOK) {

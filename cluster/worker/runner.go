@@ -60,6 +60,10 @@ type Config struct {
 	// Progress is how progress is sent: ProgressUDP (default; HTTP when
 	// the manager offers no data plane), ProgressTCP or ProgressHTTP.
 	Progress string
+	// StallWindow is how long the data plane may deliver nothing (the
+	// heartbeats' recorded counters stay behind and still) before UDP
+	// gives way to TCP, and TCP to HTTP; default defaultStallWindow.
+	StallWindow time.Duration
 }
 
 // Runner is one reference worker. Build it with New and call Run once.
@@ -115,6 +119,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.WorkerID != "" && (!fsm.IsName(cfg.WorkerID) || cfg.WorkerID == "." || cfg.WorkerID == "..") {
 		errs = append(errs, fmt.Errorf("worker id %q: want 1-64 of [A-Za-z0-9._-]", cfg.WorkerID))
 	}
+	if cfg.StallWindow < 0 {
+		errs = append(errs, fmt.Errorf("stall window %s: want positive", cfg.StallWindow))
+	}
 	if cfg.ProgressInterval < 0 || cfg.LeaseWait < 0 || cfg.LeaseWait > api.MaxLeaseWait {
 		errs = append(errs, fmt.Errorf("progress interval %s, lease wait %s: want positive, lease wait at most %s",
 			cfg.ProgressInterval, cfg.LeaseWait, api.MaxLeaseWait))
@@ -136,6 +143,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.LeaseWait == 0 {
 		cfg.LeaseWait = api.DefaultLeaseWait
+	}
+	if cfg.StallWindow == 0 {
+		cfg.StallWindow = defaultStallWindow
 	}
 	return &Runner{
 		cfg:   cfg,

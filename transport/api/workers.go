@@ -82,6 +82,19 @@ type HeartbeatResponse struct {
 	Stop         []string     `json:"stop"`
 	Backpressure string       `json:"backpressure"`
 	AckWindow    fsm.Duration `json:"ack_window"`
+	// Recorded is the regional ledger's counters of the running
+	// workflows the worker still holds: a worker sending progress frames
+	// learns from them whether they arrive.
+	Recorded []RecordedProgress `json:"recorded,omitempty"`
+}
+
+// RecordedProgress is a workflow's counters as the regional ledger holds
+// them.
+type RecordedProgress struct {
+	Workflow   string `json:"workflow"`
+	LeaseFence uint64 `json:"lease_fence"`
+	Completed  uint64 `json:"completed"`
+	Failed     uint64 `json:"failed"`
 }
 
 // Lease is one workflow leased to a worker.

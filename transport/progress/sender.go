@@ -115,6 +115,19 @@ func (s *Sender) Remove(workflow string) {
 	delete(s.latest, workflow)
 }
 
+// Updates returns a copy of the latest counters of every workflow, in no
+// particular order (a sender taking over from another starts from them).
+func (s *Sender) Updates() []Update {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Update, 0, len(s.latest))
+	for _, u := range s.latest {
+		u.Histogram = append(Histogram(nil), u.Histogram...)
+		out = append(out, u)
+	}
+	return out
+}
+
 // Flush sends the latest counters of every workflow and returns the number
 // of frames written. With no workflows it sends one empty frame, which
 // renews the worker's liveness. On UDP it writes every frame and returns
