@@ -56,6 +56,7 @@ type dataPlane struct {
 	addr  string // data_plane_addr, as advertised in gossip
 	keys  *regKeys
 	flush prometheus.Histogram
+	local prometheus.Counter // events acknowledged at LOCAL
 	live  *livestats.Tracker
 	push  *livestats.Pusher
 
@@ -78,8 +79,12 @@ func (n *Node) openDataPlane() error {
 		keys: &regKeys{token: n.cfg.ClusterToken, store: n.store, now: time.Now},
 		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_duration_seconds",
 			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."})}
-	if err := n.reg.Register(d.flush); err != nil {
-		return err
+	d.local = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_progress_local_events_total",
+		Help: "WorkflowProgress events from the data plane acknowledged at LOCAL (in the NodeWAL)."})
+	for _, c := range []prometheus.Collector{d.flush, d.local} {
+		if err := n.reg.Register(c); err != nil {
+			return err
+		}
 	}
 	push, err := livestats.NewPusher(livestats.PusherConfig{Client: n.peers.HTTPClient(), ClusterToken: n.cfg.ClusterToken,
 		Gates: n.gateAPIAddrs, Logger: n.log.With("component", "livestats"), Registerer: n.reg})
@@ -216,6 +221,7 @@ func (d *dataPlane) submit(ctx context.Context) {
 			d.n.log.Warn("progress flush: submit", "events", hi-lo, "err", err)
 			continue
 		}
+		d.local.Add(float64(hi - lo))
 		for _, k := range owners[lo:hi] {
 			delete(d.pending, k)
 		}

@@ -1,0 +1,171 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-ledger/strata/cluster"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/progress"
+)
+
+// TestDataPlane_LocalAggregateSurvivesLeaderKill (issue 14): progress
+// frames folded by the regional leader and acknowledged at LOCAL (in its
+// NodeWAL) while it is cut off from its group survive kill -9 of that
+// leader and reach the regional ledger once it is back. The test is the
+// worker: it registers, heartbeats through the other managers, and sends
+// frames to the leader's data_plane_addr.
+func TestDataPlane_LocalAggregateSurvivesLeaderKill(t *testing.T) {
+	c := startCluster(t, 133)
+	mgrs := nodesOf(c, cluster.RoleManager, "use1")
+	leader := leaderOf(t, client(t, c, mgrs...))
+	var others []string
+	for _, m := range mgrs {
+		if m != leader {
+			others = append(others, m)
+		}
+	}
+	lcl, ocl := client(t, c, leader), client(t, c, others...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*convergeWait)
+	defer cancel()
+
+	// Register with the leader and take the lease of a long job's one
+	// workflow (the cluster has no other worker).
+	reg, _, err := lcl.RegisterWorker(ctx, &api.RegisterWorkerRequest{WorkerID: "dp-kill", Region: "use1", Capacity: 1})
+	if err != nil || reg.DataPlane == nil {
+		t.Fatalf("register: %+v, %v", reg, err)
+	}
+	job, _, err := client(t, c, nodesOf(c, cluster.RoleGate, "use1")...).SubmitJob(ctx, &api.SubmitJobRequest{Tenant: "acme",
+		Regions: []string{"use1"}, Timeout: fsm.Duration(10 * time.Minute),
+		Workflows: []fsm.WorkflowSpec{{Name: "load", Count: 1, Duration: fsm.Duration(10 * time.Minute), Rate: 10}}}, api.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lease api.Lease
+	waitFor(t, "the workflow's lease", convergeWait, func() bool {
+		l, _, err := ocl.Leases(ctx, "dp-kill", 0, time.Second)
+		if err != nil || len(l.Leases) == 0 {
+			return false
+		}
+		lease = l.Leases[0]
+		return true
+	})
+	hbCtx, stopBeats := context.WithCancel(ctx)
+	var beats sync.WaitGroup
+	beats.Go(func() { heartbeat(hbCtx, ocl, "dp-kill", lease) })
+	defer func() { stopBeats(); beats.Wait() }()
+
+	key, err := base64.StdEncoding.DecodeString(reg.DataPlane.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := progress.NewSender(progress.SenderConfig{Addr: reg.DataPlane.UDPAddr, Network: "udp",
+		Encoder: progress.EncoderConfig{Worker: "dp-kill", KeyID: reg.DataPlane.KeyID, Key: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	send := func(completed uint64) {
+		if err := s.Set(progress.Update{Workflow: lease.Workflow, Fence: lease.LeaseFence, Completed: completed}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// recorded reads the workflow's counter with a strong read through
+	// the other managers, waiting out an election.
+	recorded := func() uint64 {
+		var got uint64
+		waitFor(t, "a strong read of the workflow", convergeWait, func() bool {
+			rctx, rcancel := context.WithTimeout(ctx, callTimeout)
+			defer rcancel()
+			l, _, err := ocl.JobWorkflows(rctx, job.JobID, api.ReadOptions{Consistency: api.ConsistencyStrong})
+			if err != nil || len(l.Workflows) != 1 {
+				return false
+			}
+			got = l.Workflows[0].Completed
+			return true
+		})
+		return got
+	}
+	waitFor(t, "100 in the regional ledger", convergeWait, func() bool { send(100); return recorded() == 100 })
+
+	// Cut the leader off from its group: what it folds now can reach its
+	// NodeWAL (LOCAL) and nothing further.
+	var cut []map[string]any
+	for _, m := range others {
+		n, _ := c.Node(m)
+		host, _, _ := net.SplitHostPort(n.Config.HTTPAddr)
+		cut = append(cut, map[string]any{"peer": host, "partitioned": true})
+	}
+	if _, err := lcl.SetFaults(ctx, map[string]any{"peers": cut}, nil); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.Node(leader)
+	local0 := localEvents(t, n.Config.HTTPAddr, c.Token())
+	waitFor(t, "200 acknowledged at LOCAL on the cut-off leader", convergeWait, func() bool {
+		send(200)
+		return localEvents(t, n.Config.HTTPAddr, c.Token()) > local0
+	})
+	if got := recorded(); got != 100 {
+		t.Fatalf("the group holds %d while its old leader is cut off, want 100: the test did not cut it off", got)
+	}
+	if err := c.Kill(leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(leader); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the LOCAL-acknowledged 200 in the regional ledger after the restart", convergeWait, func() bool { return recorded() == 200 })
+}
+
+// heartbeat keeps the worker's lease until ctx ends.
+func heartbeat(ctx context.Context, cl *api.Client, id string, l api.Lease) {
+	t := time.NewTicker(300 * time.Millisecond)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, _, _ = cl.Heartbeat(cctx, id, &api.HeartbeatRequest{Running: []api.RunningWorkflow{{Workflow: l.Workflow, LeaseFence: l.LeaseFence}}})
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// localEvents reads strata_progress_local_events_total from a node.
+func localEvents(t *testing.T, addr, token string) float64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "strata_progress_local_events_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(fmt.Errorf("metric: %w", err))
+			}
+			return f
+		}
+	}
+	return 0
+}
