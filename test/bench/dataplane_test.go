@@ -274,3 +274,29 @@ func TestMismatched(t *testing.T) {
 		t.Fatalf("mismatched %d, want 0", got)
 	}
 }
+
+func TestRenderAndSpliceDataPlane(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	rows := map[string][]*DataPlaneResult{
+		"udp": {{UpdatesPerSec: 2_000_000, Exact: true, LossPct: 1, P99MsToLocal: ms(510), P99MsFlush: ms(20)},
+			{UpdatesPerSec: 1_000_000, Exact: true, LossPct: 3, P99MsToLocal: ms(520)},
+			{UpdatesPerSec: 3_000_000, Exact: false, LossPct: 2}},
+		"http": {{UpdatesPerSec: 50_000, Exact: true}},
+	}
+	body := RenderDataPlane(rows, DataPlaneEnv{When: "now", Machine: "here"})
+	for _, want := range []string{
+		"| UDP frames, as fast as possible | 3 | 2,000,000 | 40.0× | 2.000 % | 2/3 | 0 µs | 515.0 ms | 20.0 ms |",
+		"| HTTP progress calls, as fast as possible | 1 | 50,000 | 1.0× | 0.000 % | 1/1 | 0 µs | — | — |",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("table lacks %q:\n%s", want, body)
+		}
+	}
+	doc := []byte("# Benchmarks\n\n## other\n\ntext\n")
+	once := SpliceDataPlane(doc, "first\n")
+	twice := SpliceDataPlane(once, "second\n")
+	if !strings.Contains(string(twice), "## other\n\ntext\n") || strings.Contains(string(twice), "first") ||
+		strings.Count(string(twice), DataPlaneSection) != 1 || !strings.Contains(string(twice), "second\n"+dataPlaneEndMarker) {
+		t.Fatalf("spliced:\n%s", twice)
+	}
+}
