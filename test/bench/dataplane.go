@@ -179,21 +179,8 @@ func (r *dpRun) run(ctx context.Context) (*DataPlaneResult, error) {
 	cancel()
 	elapsed := time.Since(start)
 	stopBar()
-	r.waitQueues(ctx)
-	after, err := r.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	settleStart := time.Now()
-	exact, mismatched := r.settle(ctx)
-	settled, err := r.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	in := dataPlaneInput{cfg: r.cfg, jobID: r.jobID, managers: r.bases, elsewhere: elsewhere,
-		start: start, elapsed: elapsed, settle: time.Since(settleStart), exact: exact, mismatched: mismatched,
-		before: before, after: after, settled: settled, hbLost: r.hbLost.Load()}
-	for _, w := range r.workers {
+	in := dataPlaneInput{cfg: r.cfg, jobID: r.jobID, managers: r.bases, start: start, elapsed: elapsed}
+	for _, w := range r.workers { // the load's counts, before the settle's resends
 		in.workflows += len(w.updates)
 		in.sent += w.sent
 		in.frames += w.frames
@@ -205,6 +192,19 @@ func (r *dpRun) run(ctx context.Context) (*DataPlaneResult, error) {
 			in.lastErr = w.lastErr.Error()
 		}
 	}
+	r.waitQueues(ctx)
+	after, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	settleStart := time.Now()
+	exact, mismatched := r.settle(ctx)
+	settled, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in.elsewhere, in.settle, in.exact, in.mismatched = elsewhere, time.Since(settleStart), exact, mismatched
+	in.before, in.after, in.settled, in.hbLost = before, after, settled, r.hbLost.Load()
 	return assembleDataPlane(in), nil
 }
 
