@@ -62,6 +62,15 @@ bench-wal:
 bench-compare:
 	GO="$(GO)" test/bench/compare.sh
 
+# The progress data plane against the HTTP progress call: `strata dev`
+# (from `make build`) without workers, `strata bench progress` over UDP and
+# over HTTP BENCH_RUNS times (default 3), then UDP at half rate, clean and
+# with 5 % loss + 5 % dup + reorder injected; rewrites BENCHMARKS.md's
+# "## bench-progress" section. Knobs: test/bench/progress.sh.
+.PHONY: bench-progress
+bench-progress: build
+	GO="$(GO)" STRATA_BIN="$(CURDIR)/bin/strata" test/bench/progress.sh
+
 # Long crash test: WAL_KILL_CYCLES SIGKILLs of a NodeWAL writer process, each
 # followed by recovery and a check of every acknowledged record; prints the
 # seed (STRATA_WAL_CRASH_SEED=<seed> replays a schedule).

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,24 +47,31 @@ const (
 	dataPlaneBatchEvents = fsm.MaxBatchEvents
 )
 
+// localBuckets are strata_progress_local_seconds' bounds: fine around
+// the 500 ms flush tick, which dominates fold → LOCAL.
+var localBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, .505, .51, .52, .55, .6, .75, 1, 2.5, 5, 10}
+
 // aggKey names one aggregate: a workflow as one worker reports it.
 type aggKey struct{ workflow, worker string }
 
 // dataPlane is the manager's receiver and its flush loop.
 type dataPlane struct {
-	n     *Node
-	rcv   *progress.Receiver
-	addr  string // data_plane_addr, as advertised in gossip
-	keys  *regKeys
-	flush prometheus.Histogram
-	local prometheus.Counter // events acknowledged at LOCAL
-	live  *livestats.Tracker
-	push  *livestats.Pusher
+	n           *Node
+	rcv         *progress.Receiver
+	addr        string // data_plane_addr, as advertised in gossip
+	keys        *regKeys
+	clock       *foldClock
+	flush       prometheus.Histogram
+	local       prometheus.Histogram // strata_progress_local_seconds
+	localEvents prometheus.Counter   // events acknowledged at LOCAL
+	live        *livestats.Tracker
+	push        *livestats.Pusher
 
 	// Owned by the flush loop.
 	pending map[aggKey]progress.Progress // drained, not yet submitted
 	tracked map[aggKey]uint64            // in the receiver: its fence
 	flushes int
+	oldest  time.Time // first fold of what pending holds; zero: none
 
 	closeOnce sync.Once
 }
@@ -75,13 +83,17 @@ func (n *Node) openDataPlane() error {
 		return nil
 	}
 	d := &dataPlane{n: n, addr: n.cfg.DataPlaneAddr, pending: map[aggKey]progress.Progress{}, tracked: map[aggKey]uint64{},
-		live: livestats.NewTracker(),
-		keys: &regKeys{token: n.cfg.ClusterToken, store: n.store, now: time.Now},
+		live:  livestats.NewTracker(),
+		keys:  &regKeys{token: n.cfg.ClusterToken, store: n.store, now: time.Now},
+		clock: &foldClock{Leases: &leaseTable{store: n.store, now: time.Now}},
 		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_duration_seconds",
-			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."})}
-	d.local = prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_progress_local_events_total",
-		Help: "WorkflowProgress events from the data plane acknowledged at LOCAL (in the NodeWAL)."})
-	for _, c := range []prometheus.Collector{d.flush, d.local} {
+			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."}),
+		local: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_local_seconds",
+			Help:    "Per flush that submitted progress: from the fold of its oldest update to its acknowledgement at LOCAL (NodeWAL); includes the wait for the 500 ms flush tick.",
+			Buckets: localBuckets}),
+		localEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_progress_local_events_total",
+			Help: "WorkflowProgress events from the data plane acknowledged at LOCAL (in the NodeWAL)."})}
+	for _, c := range []prometheus.Collector{d.flush, d.local, d.localEvents} {
 		if err := n.reg.Register(c); err != nil {
 			return err
 		}
@@ -93,7 +105,7 @@ func (n *Node) openDataPlane() error {
 	}
 	d.push = push
 	rcv, err := progress.New(progress.Config{UDPAddr: d.addr, TCPAddr: d.addr, Keys: d.keys,
-		Leases: &leaseTable{store: n.store, now: time.Now}, Registerer: n.reg, Logger: n.log.With("component", "progress")})
+		Leases: d.clock, Registerer: n.reg, Logger: n.log.With("component", "progress")})
 	if err != nil {
 		return err
 	}
@@ -179,17 +191,27 @@ func (d *dataPlane) run(ctx context.Context) {
 // aggregates of leases that ended.
 func (d *dataPlane) flushOnce(ctx context.Context) {
 	start := time.Now()
+	if t := d.clock.take(); !t.IsZero() && (d.oldest.IsZero() || t.Before(d.oldest)) {
+		d.oldest = t // taken before Drain: a fold in between is dated early, never late
+	}
 	for _, p := range d.rcv.Drain() {
 		k := aggKey{p.Workflow, p.Worker}
 		d.pending[k], d.tracked[k] = p, p.Fence
 		d.live.Add(p)
 	}
-	if len(d.pending) > 0 {
+	submitted := len(d.pending) > 0
+	if submitted {
 		d.submit(ctx)
 		d.flush.Observe(time.Since(start).Seconds())
 	}
 	if samples, dropped := d.live.Take(dataPlaneFlushInterval); len(samples) > 0 {
 		d.push.Send(&livestats.Push{Node: d.n.cfg.NodeID, Region: d.n.cfg.Region, Samples: samples}, dropped)
+	}
+	if len(d.pending) == 0 { // all of it is at LOCAL (or was refused): the clock restarts
+		if submitted && !d.oldest.IsZero() {
+			d.local.Observe(time.Since(d.oldest).Seconds())
+		}
+		d.oldest = time.Time{}
 	}
 	if d.flushes++; d.flushes%dataPlaneSweepEvery == 0 {
 		d.sweep()
@@ -221,7 +243,7 @@ func (d *dataPlane) submit(ctx context.Context) {
 			d.n.log.Warn("progress flush: submit", "events", hi-lo, "err", err)
 			continue
 		}
-		d.local.Add(float64(hi - lo))
+		d.localEvents.Add(float64(hi - lo))
 		for _, k := range owners[lo:hi] {
 			delete(d.pending, k)
 		}
@@ -273,4 +295,31 @@ func (d *dataPlane) sweep() {
 		d.live.Forget(k.workflow, k.worker)
 		delete(d.tracked, k)
 	}
+}
+
+// foldClock is the receiver's Leases, noting when the first update that
+// passed the lease check was folded since the last take: the start of
+// strata_progress_local_seconds (fold → LOCAL), which `strata bench
+// progress` reports as p99_ms_to_local. It is called on the fold
+// goroutine once per update, so it reads the clock only for the first.
+type foldClock struct {
+	progress.Leases
+	first atomic.Int64 // Unix ns of the first passing update since take; 0: none
+}
+
+func (f *foldClock) Holds(worker, workflow string, fence uint64) bool {
+	ok := f.Leases.Holds(worker, workflow, fence)
+	if ok && f.first.Load() == 0 {
+		f.first.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	return ok
+}
+
+// take returns the first fold's time since the last take (zero if none)
+// and starts afresh.
+func (f *foldClock) take() time.Time {
+	if ns := f.first.Swap(0); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }

@@ -90,6 +90,7 @@ etcd (--target etcd): one put per request through etcd's JSON gateway
 	f.DurationVar(&cfg.WaitReady, "wait-ready", 0, "first wait up to this long for every address to pass its health check (0: don't)")
 	f.StringVarP(&output, "output", "o", outputTable, "table or json")
 	f.BoolVar(&noProgress, "no-progress", false, "draw no progress bar (none is drawn unless stderr is a terminal)")
+	cmd.AddCommand(newBenchProgressCmd())
 	return cmd
 }
 
