@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/auth"
@@ -30,6 +32,38 @@ const (
 	// dataPlaneCacheEntries bounds each cache; a full cache is cleared.
 	dataPlaneCacheEntries = 1 << 16
 )
+
+// coarseClock is the caches' clock. They read it on the fold goroutine
+// once per frame and once per update, where time.Now took 17 % of a
+// manager's CPU at 2 M updates/s (the bench-progress profile), while
+// their TTLs need only milliseconds: run stores the time every
+// coarseTick, and now is an atomic load.
+type coarseClock struct{ ns atomic.Int64 }
+
+// coarseTick is the coarse clock's resolution.
+const coarseTick = 5 * time.Millisecond
+
+func newCoarseClock() *coarseClock {
+	c := &coarseClock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+// run keeps the clock current until ctx ends.
+func (c *coarseClock) run(ctx context.Context) {
+	t := time.NewTicker(coarseTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			c.ns.Store(now.UnixNano())
+		}
+	}
+}
+
+func (c *coarseClock) now() time.Time { return time.Unix(0, c.ns.Load()) }
 
 // viewer reads one consistent state of the node's ledger.
 type viewer interface {

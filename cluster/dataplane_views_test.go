@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -47,4 +49,41 @@ func TestDataPlaneCache(t *testing.T) {
 	if len(c.m) > dataPlaneCacheEntries {
 		t.Fatalf("cache holds %d entries, bound %d", len(c.m), dataPlaneCacheEntries)
 	}
+}
+
+// BenchmarkCacheClock: a cache hit as the fold goroutine makes one per
+// update, with the clock read through time.Now and through the coarse
+// clock, side by side.
+func BenchmarkCacheClock(b *testing.B) {
+	var c ttlCache[int]
+	never := func(int) bool { return false }
+	read := func() (int, bool) { return 1, true }
+	coarse := newCoarseClock()
+	for _, clk := range []struct {
+		name string
+		now  func() time.Time
+	}{{"time.Now", time.Now}, {"coarse", coarse.now}} {
+		b.Run(clk.name, func(b *testing.B) {
+			c.get("k", clk.now(), never, read)
+			for b.Loop() {
+				c.get("k", clk.now(), never, read)
+			}
+		})
+	}
+}
+
+// The coarse clock follows the clock tick by tick (synctest's fake time).
+func TestCoarseClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCoarseClock()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go c.run(ctx)
+		start := c.now()
+		time.Sleep(3*coarseTick + time.Millisecond)
+		synctest.Wait()
+		if got := c.now().Sub(start); got != 3*coarseTick {
+			t.Fatalf("after 3 ticks the coarse clock moved %s", got)
+		}
+	})
 }

@@ -61,6 +61,7 @@ type dataPlane struct {
 	addr        string // data_plane_addr, as advertised in gossip
 	keys        *regKeys
 	clock       *foldClock
+	coarse      *coarseClock // the key and lease caches' clock
 	flush       prometheus.Histogram
 	local       prometheus.Histogram // strata_progress_local_seconds
 	localEvents prometheus.Counter   // events acknowledged at LOCAL
@@ -82,10 +83,12 @@ func (n *Node) openDataPlane() error {
 	if n.role.gate || n.cfg.DataPlaneAddr == "" {
 		return nil
 	}
+	coarse := newCoarseClock()
 	d := &dataPlane{n: n, addr: n.cfg.DataPlaneAddr, pending: map[aggKey]progress.Progress{}, tracked: map[aggKey]uint64{},
-		live:  livestats.NewTracker(),
-		keys:  &regKeys{token: n.cfg.ClusterToken, store: n.store, now: time.Now},
-		clock: &foldClock{Leases: &leaseTable{store: n.store, now: time.Now}},
+		live:   livestats.NewTracker(),
+		coarse: coarse,
+		keys:   &regKeys{token: n.cfg.ClusterToken, store: n.store, now: coarse.now},
+		clock:  &foldClock{Leases: &leaseTable{store: n.store, now: coarse.now}},
 		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_duration_seconds",
 			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."}),
 		local: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_local_seconds",
@@ -121,6 +124,7 @@ func (n *Node) runDataPlane() {
 	if n.dp != nil {
 		n.bg.Go(func() { n.dp.run(n.ctx) })
 		n.bg.Go(func() { n.dp.push.Run(n.ctx) })
+		n.bg.Go(func() { n.dp.coarse.run(n.ctx) })
 	}
 }
 
