@@ -69,6 +69,11 @@ type NodeConfig struct {
 	GossipAddr    string `koanf:"gossip_addr"`     // LAN pool of the region
 	GossipWANAddr string `koanf:"gossip_wan_addr"` // WAN pool (gates only)
 	DataPlaneAddr string `koanf:"data_plane_addr"` // worker progress (managers)
+	// DataPlaneCommitInterval is how often a manager commits the
+	// aggregates its data plane folded to the regional ledger (DESIGN
+	// §4: 500 ms); between commits they are staged in the NodeWAL every
+	// few milliseconds (LOCAL).
+	DataPlaneCommitInterval time.Duration `koanf:"data_plane_commit_interval"`
 
 	// BootstrapExpect is how many voters of this node's Raft group must
 	// be seen through gossip before the group bootstraps on first start.
@@ -135,6 +140,8 @@ func DefaultNodeConfig() NodeConfig {
 		ReconcileInterval: DefaultReconcileInterval,
 		BreakerCooldown:   DefaultBreakerCooldown,
 
+		DataPlaneCommitInterval: DefaultDataPlaneCommitInterval,
+
 		AntiEntropyDepth:    DefaultAntiEntropyDepth,
 		AntiEntropyInterval: replica.DefaultInterval,
 		ChainVerifyInterval: chaincheck.DefaultInterval,
@@ -183,6 +190,9 @@ func (c *NodeConfig) Validate() error {
 	}
 	if c.AntiEntropyDepth < antientropy.MinDepth || c.AntiEntropyDepth > antientropy.MaxDepth {
 		bad("antientropy_depth", "%d must be %d..%d, the same on every node", c.AntiEntropyDepth, antientropy.MinDepth, antientropy.MaxDepth)
+	}
+	if c.DataPlaneCommitInterval < MinDataPlaneCommitInterval {
+		bad("data_plane_commit_interval", "%s must be at least %s", c.DataPlaneCommitInterval, time.Duration(MinDataPlaneCommitInterval))
 	}
 	if c.AntiEntropyInterval <= 0 || c.ChainVerifyInterval <= 0 {
 		bad("antientropy_interval, chain_verify_interval", "durations must be positive")

@@ -389,7 +389,9 @@ func TestDataPlane_ReferenceWorker(t *testing.T) {
 	if len(lives) == 0 {
 		t.Fatal("the watch sent no live statistics")
 	}
-	checkLive(t, "watch", lives[len(lives)-1]["use1"])
+	for _, l := range lives {
+		checkLive(t, "watch", l["use1"])
+	}
 	var folded, overHTTP float64
 	for _, m := range []string{"m1", "m2", "m3"} {
 		n := c.node(m)
@@ -425,12 +427,13 @@ func watchLive(t *testing.T, c *testCluster, id string) []api.JobLive {
 }
 
 // checkLive checks a region's live figures against the reference
-// worker's synthetic load: half its requests in 2–4 ms, none over 128 ms
-// (a window of a few dozen requests may hold none of the slowest 1 %).
+// worker's synthetic load: half its requests in 2–4 ms and 40 % in 4–8
+// ms (so the median of a window lies in one of the two), none over 128
+// ms (a window of a few dozen requests may hold none of the slowest 1 %).
 func checkLive(t *testing.T, where string, l api.LiveStats) {
 	t.Helper()
 	if l.Durable || l.Managers < 1 || l.RequestsPerS <= 0 || l.FailedPerS > l.RequestsPerS ||
-		l.P50Ms < 2.048 || l.P50Ms > 4.096 || l.P99Ms < l.P50Ms || l.P99Ms > 131.072 {
+		l.P50Ms < 2.048 || l.P50Ms > 8.192 || l.P99Ms < l.P50Ms || l.P99Ms > 131.072 {
 		t.Fatalf("%s: live %+v", where, l)
 	}
 }

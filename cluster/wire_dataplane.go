@@ -19,11 +19,12 @@ import (
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/gossip"
 	"github.com/strata-ledger/strata/transport/progress"
+	"github.com/strata-ledger/strata/wal"
 )
 
 // The progress data plane on a manager (issue 14): a progress.Receiver on
 // data_plane_addr (UDP and TCP) folds workers' frames; every
-// dataPlaneFlushInterval the changed aggregates become WorkflowProgress
+// data_plane_commit_interval the changed aggregates become WorkflowProgress
 // events (the HTTP progress call's, httpapi.DataPlaneEvents) submitted at
 // LOCAL through the node's pipeline, which group-commits them to the
 // NodeWAL and climbs them to the regional ledger (a follower's forwards
@@ -35,9 +36,18 @@ import (
 
 // Data-plane timings and bounds.
 const (
-	// dataPlaneFlushInterval is how often aggregates reach the pipeline
-	// (DESIGN §4: the regional ledger every 500 ms).
-	dataPlaneFlushInterval = 500 * time.Millisecond
+	// DefaultDataPlaneCommitInterval is how often aggregates are
+	// committed to the regional ledger (DESIGN §4: every 500 ms);
+	// MinDataPlaneCommitInterval keeps a config from turning every
+	// staging tick into ledger events.
+	DefaultDataPlaneCommitInterval = 500 * time.Millisecond
+	MinDataPlaneCommitInterval     = 50 * time.Millisecond
+	// livePushInterval is how often live statistics go to the gates.
+	livePushInterval = 500 * time.Millisecond
+	// dataPlaneStageInterval is how often what was folded is staged in
+	// the NodeWAL (LOCAL): the bound on how long a folded update waits
+	// to be durable, besides the fsync.
+	dataPlaneStageInterval = 2 * time.Millisecond
 	// dataPlaneSweepEvery: every this many flushes, aggregates whose
 	// lease ended (and whose counters were submitted) are forgotten.
 	dataPlaneSweepEvery = 10
@@ -48,8 +58,8 @@ const (
 )
 
 // localBuckets are strata_progress_local_seconds' bounds: fine around
-// the 500 ms flush tick, which dominates fold → LOCAL.
-var localBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, .505, .51, .52, .55, .6, .75, 1, 2.5, 5, 10}
+// the 2 ms staging tick and an fsync.
+var localBuckets = []float64{.0005, .001, .002, .003, .004, .005, .0075, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
 // aggKey names one aggregate: a workflow as one worker reports it.
 type aggKey struct{ workflow, worker string }
@@ -69,10 +79,16 @@ type dataPlane struct {
 	push        *livestats.Pusher
 
 	// Owned by the flush loop.
-	pending map[aggKey]progress.Progress // drained, not yet submitted
-	tracked map[aggKey]uint64            // in the receiver: its fence
-	flushes int
-	oldest  time.Time // first fold of what pending holds; zero: none
+	pending  map[aggKey]progress.Progress // drained, not yet submitted
+	tracked  map[aggKey]uint64            // in the receiver: its fence
+	flushes  int
+	stager   *progress.StageEncoder
+	stageBuf []byte
+	held     []wal.LSN // staged records pending's next commit covers
+	unstage  progress.StageDecoder
+	// recovered: staged records Recover handed back; refolded counts them.
+	recovered stagedRecords
+	refolded  prometheus.Counter
 
 	closeOnce sync.Once
 }
@@ -85,6 +101,7 @@ func (n *Node) openDataPlane() error {
 	}
 	coarse := newCoarseClock()
 	d := &dataPlane{n: n, addr: n.cfg.DataPlaneAddr, pending: map[aggKey]progress.Progress{}, tracked: map[aggKey]uint64{},
+		stager: progress.NewStageEncoder(uint64(time.Now().UnixNano())),
 		live:   livestats.NewTracker(),
 		coarse: coarse,
 		keys:   &regKeys{token: n.cfg.ClusterToken, store: n.store, now: coarse.now},
@@ -92,11 +109,13 @@ func (n *Node) openDataPlane() error {
 		flush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_flush_duration_seconds",
 			Help: "Time to turn drained progress aggregates into events and submit them at LOCAL."}),
 		local: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_progress_local_seconds",
-			Help:    "Per flush that submitted progress: from the fold of its oldest update to its acknowledgement at LOCAL (NodeWAL); includes the wait for the 500 ms flush tick.",
+			Help:    "Per staged record: from the fold of its oldest update to its fsync in the NodeWAL (LOCAL).",
 			Buckets: localBuckets}),
 		localEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_progress_local_events_total",
-			Help: "WorkflowProgress events from the data plane acknowledged at LOCAL (in the NodeWAL)."})}
-	for _, c := range []prometheus.Collector{d.flush, d.local, d.localEvents} {
+			Help: "WorkflowProgress events from the data plane acknowledged at LOCAL (in the NodeWAL)."}),
+		refolded: prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_progress_staged_recovered_total",
+			Help: "Staged progress records recovered from the NodeWAL after a restart and folded again."})}
+	for _, c := range []prometheus.Collector{d.flush, d.local, d.localEvents, d.refolded} {
 		if err := n.reg.Register(c); err != nil {
 			return err
 		}
@@ -171,18 +190,31 @@ func (d *dataPlane) close() {
 	d.closeOnce.Do(func() { _ = d.rcv.Close() })
 }
 
-// run flushes every dataPlaneFlushInterval; at the end it stops the
-// receiver and flushes what it folded last.
+// run stages what was folded every dataPlaneStageInterval and commits
+// the aggregates every data_plane_commit_interval; at the end it stops the
+// receiver and commits what it folded last.
 func (d *dataPlane) run(ctx context.Context) {
-	t := time.NewTicker(dataPlaneFlushInterval)
-	defer t.Stop()
+	stage := time.NewTicker(dataPlaneStageInterval)
+	defer stage.Stop()
+	flush := time.NewTicker(d.n.cfg.DataPlaneCommitInterval)
+	defer flush.Stop()
+	live := time.NewTicker(livePushInterval)
+	defer live.Stop()
 	for {
 		select {
-		case <-t.C:
+		case <-stage.C:
+			d.stageOnce(ctx)
+		case <-live.C:
+			if samples, dropped := d.live.Take(livePushInterval); len(samples) > 0 {
+				d.push.Send(&livestats.Push{Node: d.n.cfg.NodeID, Region: d.n.cfg.Region, Samples: samples}, dropped)
+			}
+		case <-flush.C:
+			d.stageOnce(ctx)
 			d.flushOnce(ctx)
 		case <-ctx.Done():
 			d.close()
 			fctx, cancel := context.WithTimeout(context.Background(), dataPlaneFinalFlush)
+			d.drain()
 			d.flushOnce(fctx)
 			cancel()
 			return
@@ -190,33 +222,33 @@ func (d *dataPlane) run(ctx context.Context) {
 	}
 }
 
-// flushOnce submits what changed since the last flush, and what an
-// earlier flush could not submit; every few flushes it forgets the
-// aggregates of leases that ended.
-func (d *dataPlane) flushOnce(ctx context.Context) {
-	start := time.Now()
-	if t := d.clock.take(); !t.IsZero() && (d.oldest.IsZero() || t.Before(d.oldest)) {
-		d.oldest = t // taken before Drain: a fold in between is dated early, never late
-	}
-	for _, p := range d.rcv.Drain() {
+// drain moves what the receiver folded since the last drain into
+// pending and returns it.
+func (d *dataPlane) drain() []progress.Progress {
+	changed := d.rcv.Drain()
+	for _, p := range changed {
 		k := aggKey{p.Workflow, p.Worker}
 		d.pending[k], d.tracked[k] = p, p.Fence
 		d.live.Add(p)
 	}
-	submitted := len(d.pending) > 0
-	if submitted {
+	return changed
+}
+
+// flushOnce commits the pending aggregates as ledger events at LOCAL
+// (they climb to the regional ledger) and, once all of them are in the
+// NodeWAL as ledger records, releases the staged records they cover;
+// every few flushes it forgets the aggregates of leases that ended.
+func (d *dataPlane) flushOnce(ctx context.Context) {
+	start := time.Now()
+	if len(d.pending) > 0 {
 		d.submit(ctx)
 		d.flush.Observe(time.Since(start).Seconds())
 	}
-	if samples, dropped := d.live.Take(dataPlaneFlushInterval); len(samples) > 0 {
-		d.push.Send(&livestats.Push{Node: d.n.cfg.NodeID, Region: d.n.cfg.Region, Samples: samples}, dropped)
+	if len(d.pending) == 0 { // all of it is in ledger records (or was refused)
+		d.n.pipe.Release(d.held)
+		d.held = d.held[:0]
 	}
-	if len(d.pending) == 0 { // all of it is at LOCAL (or was refused): the clock restarts
-		if submitted && !d.oldest.IsZero() {
-			d.local.Observe(time.Since(d.oldest).Seconds())
-		}
-		d.oldest = time.Time{}
-	}
+	d.stager.NewEpoch()
 	if d.flushes++; d.flushes%dataPlaneSweepEvery == 0 {
 		d.sweep()
 	}

@@ -101,6 +101,10 @@ type PipelineConfig struct {
 	// the NodeWAL's directory. Empty: kept in memory only and lost at a
 	// restart (tests).
 	RefusalFile string
+	// OnStaged receives, at Recover, every staged record (Stage) above
+	// the tier watermark, in NodeWAL order; each stays unfinished until
+	// its owner Releases it. Nil: staged records count as reached.
+	OnStaged func(lsn wal.LSN, payload []byte)
 	// Now is the clock of refusals' times; nil is time.Now.
 	Now func() time.Time
 	// Logger defaults to discarding; Registerer nil registers nothing.
@@ -582,6 +586,11 @@ func (p *Pipeline) Recover(ctx context.Context) (int, error) {
 		e := it.Entry()
 		if e.LSN > p.recoverTo {
 			break
+		}
+		if e.Type == WALRecordStaged && p.cfg.OnStaged != nil {
+			p.marks.add(e.LSN) // held until its owner releases it
+			p.cfg.OnStaged(e.LSN, bytes.Clone(e.Payload))
+			continue
 		}
 		if e.Type != WALRecordLedgerBatch {
 			p.reached(e.LSN)

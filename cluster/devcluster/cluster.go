@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -77,6 +78,9 @@ type Cluster struct {
 	client     *http.Client
 	mu         sync.Mutex
 	running    map[string]*process // the last process of each node and worker started
+	// overrides change a node's planned config at its next start
+	// (Reconfigure); guarded by mu.
+	overrides map[string]func(*cluster.NodeConfig)
 }
 
 // New plans the cluster of cfg.Options in its data directory: it creates
@@ -254,6 +258,22 @@ func (c *Cluster) Start(ctx context.Context) error {
 	return nil
 }
 
+// Reconfigure changes node id's config from its next start on (nil
+// change: back to the plan): how a test gives one node a setting the
+// others do not have. Addresses and directories must not change.
+func (c *Cluster) Reconfigure(id string, change func(*cluster.NodeConfig)) error {
+	if _, err := c.Node(id); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.overrides == nil {
+		c.overrides = map[string]func(*cluster.NodeConfig){}
+	}
+	c.overrides[id] = change
+	return nil
+}
+
 // StartNode starts a node or a worker by id. A node's config is written
 // first; StartNode does not wait for readiness (WaitReady). It returns
 // ErrRunning if the process runs.
@@ -269,6 +289,9 @@ func (c *Cluster) StartNode(id string) error {
 	defer c.mu.Unlock()
 	if p := c.running[id]; p != nil && !p.exited() {
 		return fmt.Errorf("start %s: %w (pid %d)", id, ErrRunning, p.cmd.Process.Pid)
+	}
+	if change := c.overrides[id]; change != nil {
+		change(&s.Config)
 	}
 	if err := prepareNodeDir(s); err != nil {
 		return err

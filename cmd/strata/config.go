@@ -47,6 +47,7 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.Duration("reconcile_interval", d.ReconcileInterval, "how often a leader's reconcilers look at the ledger")
 	fs.Duration("breaker_cooldown", d.BreakerCooldown, "how long the forwarder's open breaker waits before a probe")
 	fs.Int("antientropy_depth", d.AntiEntropyDepth, "depth of every node's Merkle tree (the same on every node)")
+	fs.Duration("data_plane_commit_interval", d.DataPlaneCommitInterval, "how often a manager commits data-plane progress to the regional ledger (staged in the NodeWAL meanwhile)")
 	fs.Duration("antientropy_interval", d.AntiEntropyInterval, "how often replica checks and regional anti-entropy rounds run")
 	fs.Duration("chain_verify_interval", d.ChainVerifyInterval, "how often a gate verifies every tenant's audit chain")
 	fs.String("signing_key", "", "ed25519 private key file (strata bundle keygen): gates sign exports and chain checkpoints")

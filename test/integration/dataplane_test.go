@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster"
+	"github.com/strata-ledger/strata/cluster/devcluster"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/progress"
@@ -113,10 +114,10 @@ func TestDataPlane_LocalAggregateSurvivesLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, _ := c.Node(leader)
-	local0 := localEvents(t, n.Config.HTTPAddr, c.Token())
+	local0 := metricValue(t, n.Config.HTTPAddr, c.Token(), "strata_progress_local_events_total")
 	waitFor(t, "200 acknowledged at LOCAL on the cut-off leader", convergeWait, func() bool {
 		send(200)
-		return localEvents(t, n.Config.HTTPAddr, c.Token()) > local0
+		return metricValue(t, n.Config.HTTPAddr, c.Token(), "strata_progress_local_events_total") > local0
 	})
 	if got := recorded(); got != 100 {
 		t.Fatalf("the group holds %d while its old leader is cut off, want 100: the test did not cut it off", got)
@@ -128,6 +129,58 @@ func TestDataPlane_LocalAggregateSurvivesLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the LOCAL-acknowledged 200 in the regional ledger after the restart", convergeWait, func() bool { return recorded() == 200 })
+
+	// Staged only: a manager that commits once an hour still has what it
+	// folded in its NodeWAL within milliseconds (a staged record); kill
+	// -9 it before any commit, and the restarted manager (back to the
+	// normal interval) commits it from the NodeWAL.
+	x := others[0]
+	xn, _ := c.Node(x)
+	if err := c.Reconfigure(x, func(cfg *cluster.NodeConfig) { cfg.DataPlaneCommitInterval = time.Hour }); err != nil {
+		t.Fatal(err)
+	}
+	restart(t, c, x)
+	xs, err := progress.NewSender(progress.SenderConfig{Addr: xn.Config.DataPlaneAddr, Network: "udp",
+		Encoder: progress.EncoderConfig{Worker: "dp-kill", KeyID: reg.DataPlane.KeyID, Key: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xs.Close()
+	staged0 := metricValue(t, xn.Config.HTTPAddr, c.Token(), "strata_progress_local_seconds_count")
+	waitFor(t, "300 staged on "+x, convergeWait, func() bool {
+		if err := xs.Set(progress.Update{Workflow: lease.Workflow, Fence: lease.LeaseFence, Completed: 300}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := xs.Flush(); err != nil {
+			return false // the restarted manager may not listen yet
+		}
+		return metricValue(t, xn.Config.HTTPAddr, c.Token(), "strata_progress_local_seconds_count") > staged0
+	})
+	if got := recorded(); got != 200 {
+		t.Fatalf("the group holds %d before %s committed anything, want 200", got, x)
+	}
+	if err := c.Kill(x); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reconfigure(x, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(x); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the staged 300 in the regional ledger after the restart", convergeWait, func() bool { return recorded() == 300 })
+}
+
+// restart stops node id gracefully and starts it again (its config read
+// anew).
+func restart(t *testing.T, c *devcluster.Cluster, id string) {
+	t.Helper()
+	if err := c.Stop(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(id); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // heartbeat keeps the worker's lease until ctx ends.
@@ -146,8 +199,9 @@ func heartbeat(ctx context.Context, cl *api.Client, id string, l api.Lease) {
 	}
 }
 
-// localEvents reads strata_progress_local_events_total from a node.
-func localEvents(t *testing.T, addr, token string) float64 {
+// metricValue reads an unlabelled sample from a node's /metrics (0 if
+// the node does not answer).
+func metricValue(t *testing.T, addr, token, name string) float64 {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -159,7 +213,7 @@ func localEvents(t *testing.T, addr, token string) float64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "strata_progress_local_events_total "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatal(fmt.Errorf("metric: %w", err))
