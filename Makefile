@@ -79,3 +79,14 @@ promtool-check:
 	cd deploy/prometheus && $(PROMTOOL) check config prometheus.yml
 	cd deploy/prometheus && $(PROMTOOL) check rules rules/strata.rules.yml
 	cd deploy/prometheus/rules && $(PROMTOOL) test rules strata.rules.test.yml
+
+# The node image (deploy/docker/Dockerfile): FROM scratch with bin/strata, a
+# non-root user (65532) and a /data volume. The build context is a staging
+# directory holding only what the image copies.
+IMAGE     ?= strata
+IMAGE_TAG ?= $(VERSION)
+.PHONY: image
+image: build
+	rm -rf dist/image && mkdir -p dist/image/data dist/image/tmp && chmod 1777 dist/image/tmp
+	cp bin/strata deploy/docker/passwd deploy/docker/group dist/image/
+	docker build -f deploy/docker/Dockerfile -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):latest dist/image
