@@ -77,3 +77,25 @@ bench-progress: build
 WAL_KILL_CYCLES ?= 1000
 chaos:
 	STRATA_WAL_KILL_CYCLES=$(WAL_KILL_CYCLES) $(GO) test -race -count=1 -run '^TestCrash' -v -timeout 30m ./wal/
+
+# deploy/prometheus checked by promtool (Debian: apt-get install prometheus):
+# the scrape configuration, the alert rules and their unit tests.
+# `go test ./deploy/` runs the same checks when promtool is installed.
+PROMTOOL ?= promtool
+.PHONY: promtool-check
+promtool-check:
+	@command -v $(PROMTOOL) >/dev/null 2>&1 || { echo "promtool-check: $(PROMTOOL) not found (apt-get install prometheus)"; exit 1; }
+	cd deploy/prometheus && $(PROMTOOL) check config prometheus.yml
+	cd deploy/prometheus && $(PROMTOOL) check rules rules/strata.rules.yml
+	cd deploy/prometheus/rules && $(PROMTOOL) test rules strata.rules.test.yml
+
+# The node image (deploy/docker/Dockerfile): FROM scratch with bin/strata, a
+# non-root user (65532) and a /data volume. The build context is a staging
+# directory holding only what the image copies.
+IMAGE     ?= strata
+IMAGE_TAG ?= $(VERSION)
+.PHONY: image
+image: build
+	rm -rf dist/image && mkdir -p dist/image/data dist/image/tmp && chmod 1777 dist/image/tmp
+	cp bin/strata deploy/docker/passwd deploy/docker/group dist/image/
+	docker build -f deploy/docker/Dockerfile -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):latest dist/image

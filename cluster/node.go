@@ -182,6 +182,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	if err = n.openRaft(); err != nil {
 		return nil, err
 	}
+	n.registerNodeMetrics()
 	if err = n.listenHTTP(); err != nil {
 		return nil, err
 	}
@@ -236,15 +237,18 @@ const GlobalGroup = group.GlobalName
 func (n *Node) openClockAndLedger() error {
 	skew := prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_hlc_clock_skew_rejections_total",
 		Help: "Remote HLC timestamps rejected for being more than max_offset ahead."})
-	n.reg.MustRegister(skew)
+	ticks := prometheus.NewCounter(prometheus.CounterOpts{Name: "strata_hlc_ticks_total",
+		Help: "HLC timestamps handed out (Now and accepted Update)."})
+	n.reg.MustRegister(skew, ticks)
 	var err error
 	n.clock, err = hlc.New(hlc.Config{
 		Node: n.cfg.Ordinal(), Physical: func() int64 { return time.Now().UnixMilli() },
-		Persister: NewClockFile(n.cfg.DataDir), MaxOffset: n.cfg.HLCMaxOffset, SkewRejections: skew,
+		Persister: NewClockFile(n.cfg.DataDir), MaxOffset: n.cfg.HLCMaxOffset, SkewRejections: skew, Ticks: ticks,
 	})
 	if err != nil {
 		return fmt.Errorf("clock: %w", err)
 	}
+	n.registerClockMetrics()
 	if n.stamper, err = commit.NewStamper(n.clock, n.cfg.NodeID, n.cfg.Region); err != nil {
 		return err
 	}

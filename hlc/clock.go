@@ -83,6 +83,8 @@ type Config struct {
 	PersistStep time.Duration
 	// SkewRejections counts timestamps Update rejected; optional.
 	SkewRejections Counter
+	// Ticks counts timestamps handed out by Now and Update; optional.
+	Ticks Counter
 }
 
 // Validate fills defaults and checks c.
@@ -113,6 +115,7 @@ type Clock struct {
 	maxOffset int64 // ms
 	stepMs    int64
 	skew      Counter
+	ticks     Counter
 
 	state atomic.Uint64 // wall<<logicalBits | logical
 	bound atomic.Int64  // persisted upper bound of wall
@@ -133,6 +136,7 @@ func New(cfg Config) (*Clock, error) {
 		maxOffset: cfg.MaxOffset.Milliseconds(),
 		stepMs:    cfg.PersistStep.Milliseconds(),
 		skew:      cfg.SkewRejections,
+		ticks:     cfg.Ticks,
 		persister: cfg.Persister,
 	}
 	prev, err := cfg.Persister.Load()
@@ -190,8 +194,16 @@ func (c *Clock) Now() (Timestamp, error) {
 			return Timestamp{}, err
 		}
 		if c.state.CompareAndSwap(old, next) {
+			c.tick()
 			return c.stamp(next), nil
 		}
+	}
+}
+
+// tick counts one timestamp handed out.
+func (c *Clock) tick() {
+	if c.ticks != nil {
+		c.ticks.Inc()
 	}
 }
 
@@ -228,6 +240,7 @@ func (c *Clock) Update(remote Timestamp) (Timestamp, error) {
 			return Timestamp{}, err
 		}
 		if c.state.CompareAndSwap(old, next) {
+			c.tick()
 			return c.stamp(next), nil
 		}
 	}
@@ -288,6 +301,20 @@ func (c *Clock) extendLocked(wall int64) error {
 
 // Last returns the latest timestamp handed out (or the restart floor).
 func (c *Clock) Last() Timestamp { return c.stamp(c.state.Load()) }
+
+// PhysicalOffset is how far the clock's wall time is ahead of the physical
+// clock: the wall time of the latest timestamp minus physical time, or 0
+// when it is not ahead (an idle clock's latest timestamp is in the past,
+// and its next one takes physical time). It grows when Update takes a
+// remote timestamp ahead of us, and after a restart (the clock resumes
+// above the persisted bound); MaxOffset bounds what Update accepts.
+func (c *Clock) PhysicalOffset() time.Duration {
+	ahead := wallOf(c.state.Load()) - c.readPhysical()
+	if ahead <= 0 {
+		return 0
+	}
+	return time.Duration(ahead) * time.Millisecond
+}
 
 // MemoryPersister keeps the bound in memory; for tests and for nodes that
 // accept losing the across-restart guarantee.

@@ -333,3 +333,51 @@ func BenchmarkClockNowParallel(b *testing.B) {
 		}
 	})
 }
+
+func TestTicks_CountEveryTimestampHandedOut(t *testing.T) {
+	pt := &manualClock{}
+	pt.set(1000)
+	ticks := &countingCounter{}
+	c, err := New(Config{Node: 1, Physical: pt.now, Persister: &MemoryPersister{}, Ticks: ticks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustNow(t, c)
+	mustNow(t, c)
+	if _, err := c.Update(Timestamp{WallMs: 1200, Node: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Update(Timestamp{WallMs: 9000, Node: 2}); err == nil {
+		t.Fatal("update 8 s ahead was accepted")
+	}
+	if got := ticks.n.Load(); got != 3 {
+		t.Fatalf("ticks = %d, want 3 (two Now, one accepted Update; a rejected Update is no tick)", got)
+	}
+}
+
+func TestPhysicalOffset(t *testing.T) {
+	pt := &manualClock{}
+	pt.set(10_000)
+	c := newTestClock(t, 1, pt, &MemoryPersister{})
+	tests := []struct {
+		name   string
+		step   func()
+		wantMs int64
+	}{
+		{"in step with physical", func() { mustNow(t, c) }, 0},
+		{"remote 300ms ahead pulls the clock ahead", func() {
+			if _, err := c.Update(Timestamp{WallMs: 10_300, Node: 2}); err != nil {
+				t.Fatal(err)
+			}
+		}, 300},
+		{"physical time catches up part way", func() { pt.set(10_100) }, 200},
+		{"physical time passes the clock", func() { pt.set(11_000) }, 0},
+		{"idle clock behind physical is no offset", func() { pt.set(60_000) }, 0},
+	}
+	for _, tt := range tests {
+		tt.step()
+		if got := c.PhysicalOffset(); got != time.Duration(tt.wantMs)*time.Millisecond {
+			t.Errorf("%s: PhysicalOffset = %s, want %dms", tt.name, got, tt.wantMs)
+		}
+	}
+}

@@ -177,6 +177,9 @@ func raftConfig(nodeID string, kind Kind, logger hclog.Logger) *raft.Config {
 	rc.TrailingLogs = raftTrailingLogs
 	rc.SnapshotInterval = raftSnapshotInterval
 	rc.BatchApplyCh = true
+	// Replication metrics only with a peer label, not once more per peer
+	// name (see peerLabelSink).
+	rc.NoLegacyTelemetry = true
 	return rc
 }
 

@@ -35,6 +35,8 @@ var raftMetricsBridge struct {
 // granularity is set to one second, so values are in base units even though
 // raft's names carry no _seconds suffix). One exception:
 // strata_raft_leader_lastContact, which raft samples itself in milliseconds.
+// A peer is a label, never part of a name:
+// strata_raft_replication_heartbeat{peer="euw1-gate1"} (peerLabelSink).
 //
 // Each call registers a sink with reg and makes it the global go-metrics
 // sink, so the last registry bridged receives raft's metrics (an agent has
@@ -64,7 +66,7 @@ func installRaftMetrics(reg prometheus.Registerer) error {
 	conf.EnableHostnameLabel = false
 	conf.EnableRuntimeMetrics = false
 	conf.TimerGranularity = time.Second
-	if _, err := metrics.NewGlobal(conf, sink); err != nil {
+	if _, err := metrics.NewGlobal(conf, peerLabelSink{next: sink}); err != nil {
 		return fmt.Errorf("bridge raft metrics: install global sink: %w", err)
 	}
 	return nil

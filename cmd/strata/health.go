@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// defaultHealthAddr is probed when neither --url nor STRATA_HTTP_ADDR says
+// where the node listens.
+const defaultHealthAddr = "127.0.0.1:7100"
+
+// newHealthCmd is the container health check: a FROM-scratch image has no
+// curl, so the binary probes its own node.
+func newHealthCmd() *cobra.Command {
+	var url, path string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Probe a node's /livez (or --path) and exit 0 if it answers 2xx, else 1",
+		Long: `health GETs a node's health endpoint and exits 0 on a 2xx answer, 1
+otherwise: the health check of the container image, which has no curl.
+Without --url it probes http://$STRATA_HTTP_ADDR (the agent's own address;
+an unspecified host such as 0.0.0.0 means this host), else
+http://` + defaultHealthAddr + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if url == "" {
+				url = "http://" + healthHost(os.Getenv(envPrefix+"HTTP_ADDR")) + path
+			}
+			status, err := probeHealth(cmd.Context(), url, timeout)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", url, status)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "URL to probe (default: http://$STRATA_HTTP_ADDR + --path)")
+	cmd.Flags().StringVar(&path, "path", "/livez", "endpoint probed when --url is not given (/livez or /readyz)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "give up after this long")
+	return cmd
+}
+
+// healthHost turns a listen address into one to dial: empty is the
+// default, an unspecified host (":7100", "0.0.0.0:7100", "[::]:7100") is
+// loopback.
+func healthHost(listen string) string {
+	if listen == "" {
+		return defaultHealthAddr
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// probeHealth GETs url and returns its status line, or an error for a
+// failed request or a status outside 2xx.
+func probeHealth(ctx context.Context, url string, timeout time.Duration) (string, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", usageError{fmt.Errorf("health: %w", err)}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("health: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return "", fmt.Errorf("health: %s: %s %s", url, resp.Status, body)
+	}
+	return resp.Status, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestHealthHost(t *testing.T) {
+	tests := []struct{ name, listen, want string }{
+		{"unset", "", defaultHealthAddr},
+		{"ip", "10.1.2.3:7100", "10.1.2.3:7100"},
+		{"hostname", "use1-gate1:7100", "use1-gate1:7100"},
+		{"all interfaces v4", "0.0.0.0:7100", "127.0.0.1:7100"},
+		{"all interfaces v6", "[::]:7100", "127.0.0.1:7100"},
+		{"no host", ":7100", "127.0.0.1:7100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := healthHost(tt.listen); got != tt.want {
+				t.Errorf("healthHost(%q) = %q, want %q", tt.listen, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHealth_ExitCodes: 0 on a 2xx answer, 1 on any other answer and when
+// nothing listens.
+func TestHealth_ExitCodes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/livez":
+			w.WriteHeader(http.StatusOK)
+		default:
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"live", []string{"health", "--url", srv.URL + "/livez"}, exitOK},
+		{"not ready", []string{"health", "--url", srv.URL + "/readyz"}, exitError},
+		{"nothing listening", []string{"health", "--url", deadURL + "/livez", "--timeout", "2s"}, exitError},
+		{"env address and path", []string{"health", "--path", "/livez"}, exitOK},
+		{"bad url", []string{"health", "--url", "http://%zz"}, exitUsage},
+	}
+	t.Setenv("STRATA_HTTP_ADDR", strings.TrimPrefix(srv.URL, "http://"))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := run(tt.args); got != tt.want {
+				t.Errorf("strata %v exit %d, want %d", tt.args, got, tt.want)
+			}
+		})
+	}
+}
