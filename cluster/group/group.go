@@ -36,7 +36,14 @@ const (
 	// already carry many events each.
 	raftMaxAppendEntries = 256
 	raftTrailingLogs     = 10_240
-	raftSnapshotInterval = 30 * time.Second
+	// DefaultSnapshotInterval is how often Raft checks whether
+	// DefaultSnapshotThreshold entries were appended since the last
+	// snapshot, and takes one if so (hashicorp/raft waits a random time
+	// between the interval and twice it).
+	DefaultSnapshotInterval = 30 * time.Second
+	// DefaultSnapshotThreshold is how many entries past the last
+	// snapshot make the next check take one.
+	DefaultSnapshotThreshold = 8192
 	// raftLogCacheEntries is how many recent entries stay decoded in
 	// memory. Without the cache, the leader reads every entry it
 	// replicates back from raft-boltdb and a follower every entry it
@@ -86,6 +93,11 @@ type Config struct {
 	FSM     raft.FSM
 	Stream  raft.StreamLayer
 	LogSink io.Writer // hashicorp/raft's own logs (JSON lines); nil discards
+	// SnapshotThreshold and SnapshotInterval set when Raft snapshots the
+	// ledger (zero: the defaults above). A snapshot lets Raft truncate its
+	// log and the node compact its NodeWAL (cluster/walgc).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
 }
 
 // Group is one node's member of a Raft group with its durable stores.
@@ -93,6 +105,7 @@ type Group struct {
 	Raft      *raft.Raft
 	Transport *raft.NetworkTransport
 	logStore  *raftboltdb.BoltStore
+	snaps     *raft.FileSnapshotStore
 	// HadState is true when the node restarted with Raft state on disk: it
 	// must not bootstrap, it rejoins with its data.
 	HadState bool
@@ -124,6 +137,12 @@ func Open(cfg Config) (*Group, error) {
 		Logger:  logger,
 	})
 	rc := raftConfig(cfg.NodeID, cfg.Kind, logger)
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
 
 	existing, err := raft.HasExistingState(logStore, logStore, snaps)
 	if err != nil {
@@ -143,7 +162,7 @@ func Open(cfg Config) (*Group, error) {
 		logStore.Close()
 		return nil, fmt.Errorf("start raft %s: %w", cfg.NodeID, err)
 	}
-	return &Group{Raft: r, Transport: trans, logStore: logStore, HadState: existing}, nil
+	return &Group{Raft: r, Transport: trans, logStore: logStore, snaps: snaps, HadState: existing}, nil
 }
 
 // openStores opens the log and stable store (raft-boltdb) and the
@@ -175,7 +194,8 @@ func raftConfig(nodeID string, kind Kind, logger hclog.Logger) *raft.Config {
 	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout, rc.CommitTimeout = raftTimings(kind)
 	rc.MaxAppendEntries = raftMaxAppendEntries
 	rc.TrailingLogs = raftTrailingLogs
-	rc.SnapshotInterval = raftSnapshotInterval
+	rc.SnapshotInterval = DefaultSnapshotInterval
+	rc.SnapshotThreshold = DefaultSnapshotThreshold
 	rc.BatchApplyCh = true
 	return rc
 }
@@ -220,6 +240,22 @@ func (g *Group) Bootstrap(servers []Server) error {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	return nil
+}
+
+// SnapshotIndex returns the Raft index of the newest snapshot in this
+// node's snapshot store: complete and durable (the file store writes a
+// snapshot in a temporary directory, fsyncs it and renames it into place;
+// only then is it listed). 0 if there is none.
+func (g *Group) SnapshotIndex() (uint64, error) {
+	metas, err := g.snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("list raft snapshots: %w", err)
+	}
+	var index uint64
+	for _, m := range metas {
+		index = max(index, m.Index)
+	}
+	return index, nil
 }
 
 // Close stops Raft and closes its stores. It does not leave the group.
