@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,7 +106,6 @@ type Group struct {
 	Raft      *raft.Raft
 	Transport *raft.NetworkTransport
 	logStore  *raftboltdb.BoltStore
-	snaps     *raft.FileSnapshotStore
 	// HadState is true when the node restarted with Raft state on disk: it
 	// must not bootstrap, it rejoins with its data.
 	HadState bool
@@ -162,7 +162,7 @@ func Open(cfg Config) (*Group, error) {
 		logStore.Close()
 		return nil, fmt.Errorf("start raft %s: %w", cfg.NodeID, err)
 	}
-	return &Group{Raft: r, Transport: trans, logStore: logStore, snaps: snaps, HadState: existing}, nil
+	return &Group{Raft: r, Transport: trans, logStore: logStore, HadState: existing}, nil
 }
 
 // openStores opens the log and stable store (raft-boltdb) and the
@@ -242,18 +242,18 @@ func (g *Group) Bootstrap(servers []Server) error {
 	return nil
 }
 
-// SnapshotIndex returns the Raft index of the newest snapshot in this
-// node's snapshot store: complete and durable (the file store writes a
+// SnapshotIndex returns the Raft index of this node's newest snapshot: one
+// complete and durable in its snapshot store (the file store writes a
 // snapshot in a temporary directory, fsyncs it and renames it into place;
-// only then is it listed). 0 if there is none.
+// only then does Raft count it). 0 if there is none.
 func (g *Group) SnapshotIndex() (uint64, error) {
-	metas, err := g.snaps.List()
+	// Raft records it once a snapshot is in place (taken, restored from
+	// the leader, or found at start); listing the store instead would log
+	// a warning for every snapshot still being written.
+	v := g.Raft.Stats()["last_snapshot_index"]
+	index, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("list raft snapshots: %w", err)
-	}
-	var index uint64
-	for _, m := range metas {
-		index = max(index, m.Index)
+		return 0, fmt.Errorf("raft last_snapshot_index %q: %w", v, err)
 	}
 	return index, nil
 }
