@@ -16,11 +16,14 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/backup"
 	"github.com/strata-ledger/strata/cluster/chaincheck"
+	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/replica"
+	"github.com/strata-ledger/strata/cluster/walgc"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/gossip"
+	"github.com/strata-ledger/strata/wal"
 )
 
 // Role is what a node does in the cluster (DESIGN §1): gossip's role, the
@@ -35,11 +38,26 @@ const (
 
 // Defaults of NodeConfig.
 const (
-	DefaultMaxStaleness     = time.Second
-	DefaultSessionWait      = 5 * time.Second
-	DefaultHLCMaxOffset     = 500 * time.Millisecond
-	DefaultBootstrapExpect  = 3
-	DefaultRaftSnapshotLogs = 8192
+	DefaultMaxStaleness    = time.Second
+	DefaultSessionWait     = 5 * time.Second
+	DefaultHLCMaxOffset    = 500 * time.Millisecond
+	DefaultBootstrapExpect = 3
+	// DefaultRaftSnapshotLogs is snapshot_threshold's default: Raft
+	// snapshots the ledger once this many entries were appended since
+	// the last snapshot (checked every snapshot_interval).
+	DefaultRaftSnapshotLogs = group.DefaultSnapshotThreshold
+	// DefaultRaftSnapshotInterval is snapshot_interval's default.
+	DefaultRaftSnapshotInterval = group.DefaultSnapshotInterval
+	// DefaultWALSegmentBytes is wal_segment_bytes' default: a NodeWAL
+	// segment is preallocated to this size, and the next one is prepared
+	// ahead, so an idle node's NodeWAL takes twice this.
+	DefaultWALSegmentBytes = wal.DefaultSegmentBytes
+	// MinWALSegmentBytes is the least wal_segment_bytes: a segment must
+	// hold the largest record the pipeline writes (a batch of up to
+	// fsm.MaxBatchBytes), with room to spare.
+	MinWALSegmentBytes = 2 << 20
+	// DefaultWALCompactInterval is wal_compact_interval's default.
+	DefaultWALCompactInterval = walgc.DefaultInterval
 	// DefaultWorkerAckWindow is how long a worker may stay silent before
 	// it loses its leases (DESIGN §10).
 	DefaultWorkerAckWindow = 5 * time.Second
@@ -118,6 +136,17 @@ type NodeConfig struct {
 	// Backup: scheduled, proved backups of the node's group while it
 	// leads (cluster/backup); none without a dir.
 	Backup BackupConfig `koanf:"backup"`
+
+	// Bounded disk (cluster/walgc). WALSegmentBytes is the size NodeWAL
+	// segments are preallocated to; WALCompactInterval the time between
+	// two compaction rounds, which drop the NodeWAL records that reached
+	// their tier and are in a Raft snapshot on this node. Raft snapshots
+	// the ledger when SnapshotThreshold entries were appended since the
+	// last one, checked every SnapshotInterval.
+	WALSegmentBytes    int64         `koanf:"wal_segment_bytes"`
+	WALCompactInterval time.Duration `koanf:"wal_compact_interval"`
+	SnapshotThreshold  uint64        `koanf:"snapshot_threshold"`
+	SnapshotInterval   time.Duration `koanf:"snapshot_interval"`
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
@@ -146,6 +175,11 @@ func DefaultNodeConfig() NodeConfig {
 		AntiEntropyInterval: replica.DefaultInterval,
 		ChainVerifyInterval: chaincheck.DefaultInterval,
 		Backup:              BackupConfig{Interval: backup.DefaultInterval, Retain: backup.DefaultRetain},
+
+		WALSegmentBytes:    DefaultWALSegmentBytes,
+		WALCompactInterval: DefaultWALCompactInterval,
+		SnapshotThreshold:  DefaultRaftSnapshotLogs,
+		SnapshotInterval:   DefaultRaftSnapshotInterval,
 	}
 }
 
@@ -200,6 +234,18 @@ func (c *NodeConfig) Validate() error {
 	if c.Backup.Dir != "" && (c.Backup.Interval < time.Second || c.Backup.Retain < 1) {
 		bad("backup", "interval %s must be at least 1s and retain %d at least 1", c.Backup.Interval, c.Backup.Retain)
 	}
+	if c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > wal.MaxSegmentBytes {
+		bad("wal_segment_bytes", "%d must be %d..%d", c.WALSegmentBytes, MinWALSegmentBytes, int64(wal.MaxSegmentBytes))
+	}
+	if c.WALCompactInterval <= 0 {
+		bad("wal_compact_interval", "must be positive")
+	}
+	if c.SnapshotThreshold < 1 {
+		bad("snapshot_threshold", "must be at least 1")
+	}
+	if c.SnapshotInterval < minRaftSnapshotInterval {
+		bad("snapshot_interval", "%s must be at least %s", c.SnapshotInterval, minRaftSnapshotInterval)
+	}
 	if c.SigningKey != "" {
 		if _, err := loadSigningKey(c.SigningKey); err != nil {
 			bad("signing_key", "%v", err)
@@ -216,6 +262,10 @@ func (c *NodeConfig) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// minRaftSnapshotInterval is the least snapshot_interval hashicorp/raft
+// accepts.
+const minRaftSnapshotInterval = 5 * time.Millisecond
 
 // Ordinal is the node's number in HLC timestamps: FNV-1a of the node id. A
 // collision only makes two nodes' timestamps able to tie, which the ledger

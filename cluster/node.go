@@ -314,7 +314,8 @@ func (n *Node) openRaft() error {
 		return err
 	}
 	n.raft, err = group.Open(group.Config{NodeID: n.cfg.NodeID, Kind: n.role.kind, Dir: filepath.Join(n.cfg.DataDir, "raft"),
-		FSM: lf, Stream: stream, LogSink: slogWriter{n.log.With("component", "raft")}})
+		FSM: lf, Stream: stream, LogSink: slogWriter{n.log.With("component", "raft")},
+		SnapshotThreshold: n.cfg.SnapshotThreshold, SnapshotInterval: n.cfg.SnapshotInterval})
 	if err != nil {
 		layer.Close()
 		return err
@@ -328,7 +329,10 @@ func (n *Node) usesFaults() bool { return n.cfg.EnableFaultInjection || n.cfg.WA
 
 func (n *Node) openPipeline() error {
 	var err error
-	if n.wal, err = wal.Open(wal.Config{Dir: filepath.Join(n.cfg.DataDir, "wal"), Logger: n.log, Registerer: n.reg}); err != nil {
+	// The tier watermark holds segments back too: compaction can never
+	// pass a record Recover would replay, whatever COMPACTED says.
+	if n.wal, err = wal.Open(wal.Config{Dir: filepath.Join(n.cfg.DataDir, "wal"), SegmentBytes: n.cfg.WALSegmentBytes,
+		Retain: []wal.Level{commit.WALLevel(n.role.tier), wal.Compacted}, Logger: n.log, Registerer: n.reg}); err != nil {
 		return fmt.Errorf("nodewal: %w", err)
 	}
 	if n.prop, err = group.NewProposer(n.raft.Raft, group.ProposerConfig{Registerer: n.reg}); err != nil {
@@ -348,6 +352,9 @@ func (n *Node) openPipeline() error {
 		return err
 	}
 	n.bg.Go(n.watchLeader)
+	if err := n.startWALGC(); err != nil {
+		return err
+	}
 	if err := n.newReplicaCheck(); err != nil {
 		return err
 	}

@@ -42,6 +42,11 @@ func Open(cfg Config) (*WAL, error) {
 		lock.Close()
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
+	if err := w.registerUsage(cfg.Registerer); err != nil {
+		w.active.f.Close()
+		lock.Close()
+		return nil, err
+	}
 	w.cur = &batch{done: make(chan struct{})}
 	w.startPreparing()
 	go w.run()

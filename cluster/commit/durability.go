@@ -101,3 +101,7 @@ func walLevel(tier Durability) wal.Level {
 	}
 	return wal.Regional
 }
+
+// WALLevel is the NodeWAL watermark of tier: REGIONAL for a manager's
+// ledger, GLOBAL for a gate's.
+func WALLevel(tier Durability) wal.Level { return walLevel(tier) }

@@ -203,6 +203,7 @@ type Pipeline struct {
 	level wal.Level
 
 	marks       *lsnTracker
+	epoch       atomic.Uint64 // tags unknown Raft indexes (cover.go); starts at 1
 	refusals    *refusalLog
 	recoverFrom wal.LSN // first LSN Recover re-proposes
 	recoverTo   wal.LSN // last LSN on disk at NewPipeline
@@ -236,6 +237,7 @@ type op struct {
 	lsn   wal.LSN
 	ts    hlc.Timestamp // the record's
 	batch []byte
+	epoch uint64 // p.epoch when the last attempt started
 	out   group.Proposal
 	err   error
 	done  chan struct{} // closed once out or err is set
@@ -261,14 +263,15 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 		return nil, err
 	}
 	level := walLevel(cfg.Tier)
-	mark, last := cfg.WAL.Watermarks().Get(level), cfg.WAL.LastLSN()
+	marks := cfg.WAL.Watermarks()
+	mark, last := marks.Get(level), cfg.WAL.LastLSN()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         cfg.Logger,
 		m:           m,
 		level:       level,
-		marks:       newLSNTracker(mark, last),
+		marks:       newLSNTrackerFrom(mark, last, min(marks.Get(wal.Compacted), mark)),
 		refusals:    refusals,
 		writes:      newWriteIndex(recentWrites, recentWriteBytes),
 		scan:        make(chan struct{}, 1),
@@ -283,6 +286,7 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 		flushDone:   make(chan struct{}),
 		persisted:   mark,
 	}
+	p.epoch.Store(1)
 	m.watermark.Set(float64(mark))
 	go p.flushLoop()
 	return p, nil
@@ -419,7 +423,11 @@ func (p *Pipeline) climb(o *op, fut *wal.Future) {
 		o.finish(group.Proposal{}, err)
 		return
 	}
-	p.reached(o.lsn)
+	if err == nil {
+		p.reachedAt(o.lsn, out.Index, o.epoch)
+	} else {
+		p.reached(o.lsn) // refused: needs nothing of the ledger
+	}
 	o.finish(out, err)
 }
 
@@ -446,6 +454,7 @@ func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 	wait := p.cfg.RetryFirst
 	for {
 		changed := p.leaderChange() // before the attempt: a change during it counts
+		o.epoch = p.epoch.Load()
 		out, err := p.attempt(o.batch)
 		if err == nil {
 			return out, nil
@@ -511,10 +520,26 @@ func (p *Pipeline) attempt(batch []byte) (group.Proposal, error) {
 	return p.cfg.Forwarder.Forward(ctx, nl.Leader, batch)
 }
 
-// reached records that lsn reached the tier and wakes the flusher if the
-// watermark moved.
-func (p *Pipeline) reached(lsn wal.LSN) {
-	if _, moved := p.marks.finish(lsn); moved {
+// reached records that lsn reached the tier, needing nothing of the
+// ledger before it may be compacted (refused, or not a ledger batch), and
+// wakes the flusher if the watermark moved.
+func (p *Pipeline) reached(lsn wal.LSN) { p.reachedNeeding(lsn, need{}) }
+
+// reachedAt records that lsn reached the tier in the entry at Raft index
+// index, proposed by an attempt started at epoch (cover.go). An index of 0
+// (a leader that did not say) is unknown: a later attempt's index bounds
+// it.
+func (p *Pipeline) reachedAt(lsn wal.LSN, index, epoch uint64) {
+	if index == 0 {
+		p.reachedNeeding(lsn, need{epoch: p.epoch.Add(1)})
+		return
+	}
+	p.reachedNeeding(lsn, need{index: index})
+	p.marks.resolve(index, epoch)
+}
+
+func (p *Pipeline) reachedNeeding(lsn wal.LSN, n need) {
+	if _, moved := p.marks.finishNeeding(lsn, n); moved {
 		select {
 		case p.kick <- struct{}{}:
 		default:
@@ -647,6 +672,24 @@ func (p *Pipeline) QueueFill() float64 {
 // record at or below it has reached the tier. The NodeWAL's checkpoint
 // follows it shortly.
 func (p *Pipeline) Watermark() wal.LSN { return p.marks.Mark() }
+
+// Covered returns the highest LSN L such that every record at or below L
+// has reached the tier, with the tier watermark of the NodeWAL's
+// checkpoint at L or beyond, and was carried by a Raft entry at or below
+// index (cover.go says why and how the index is known). Records at or
+// below L need nothing more of the NodeWAL once this node's ledger state
+// at index is durable: with index the node's applied index it is the
+// APPLIED watermark, with the index of its last Raft snapshot on disk the
+// COMPACTED one. It never goes below the COMPACTED watermark the pipeline
+// started from or was told of (Forget).
+func (p *Pipeline) Covered(index uint64) wal.LSN {
+	l := p.marks.coveredBy(index)
+	return min(l, max(p.cfg.WAL.Watermarks().Get(p.level), p.marks.base()))
+}
+
+// Forget drops what the pipeline knows of records at or below lsn: the
+// NodeWAL's COMPACTED watermark, once set.
+func (p *Pipeline) Forget(lsn wal.LSN) { p.marks.forgetUpTo(lsn) }
 
 // Tier returns the node's tier.
 func (p *Pipeline) Tier() Durability { return p.cfg.Tier }

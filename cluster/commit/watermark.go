@@ -14,18 +14,32 @@ import (
 // being appended) is a gap, so the mark can never pass a record that has
 // not finished.
 //
+// It also keeps, for the finished prefix, the Raft index each record
+// needs a ledger state to reach before the record may be compacted away
+// (cover.go).
+//
 // It is pure (no I/O) and safe for concurrent use.
 type lsnTracker struct {
 	mu      sync.Mutex
-	mark    wal.LSN              // every LSN ≤ mark has finished
-	highest wal.LSN              // highest LSN known to exist
-	done    map[wal.LSN]struct{} // finished LSNs above mark + 1
+	mark    wal.LSN          // every LSN ≤ mark has finished
+	highest wal.LSN          // highest LSN known to exist
+	done    map[wal.LSN]need // finished LSNs above mark + 1, with what they need
+
+	cover // guarded by mu
 }
 
 // newLSNTracker starts at mark (every LSN ≤ mark has finished) with LSNs up
-// to highest known to exist.
+// to highest known to exist. What records at or below mark need is not
+// known: see newCover.
 func newLSNTracker(mark, highest wal.LSN) *lsnTracker {
-	return &lsnTracker{mark: mark, highest: max(mark, highest), done: make(map[wal.LSN]struct{})}
+	return newLSNTrackerFrom(mark, highest, mark)
+}
+
+// newLSNTrackerFrom is newLSNTracker for a NodeWAL whose records at or
+// below compacted are gone (its COMPACTED watermark): what the records in
+// (compacted, mark] need is unknown until an index bounds it (cover.go).
+func newLSNTrackerFrom(mark, highest, compacted wal.LSN) *lsnTracker {
+	return &lsnTracker{mark: mark, highest: max(mark, highest), done: make(map[wal.LSN]need), cover: newCover(compacted, mark)}
 }
 
 // add records that lsn exists and has not finished.
@@ -35,9 +49,13 @@ func (t *lsnTracker) add(lsn wal.LSN) {
 	t.mu.Unlock()
 }
 
-// finish records that lsn has finished and returns the mark and whether it
-// moved. Finishing an LSN at or below the mark, or twice, changes nothing.
-func (t *lsnTracker) finish(lsn wal.LSN) (wal.LSN, bool) {
+// finish records that lsn has finished, needing nothing before it may be
+// compacted, and returns the mark and whether it moved. Finishing an LSN
+// at or below the mark, or twice, changes nothing.
+func (t *lsnTracker) finish(lsn wal.LSN) (wal.LSN, bool) { return t.finishNeeding(lsn, need{}) }
+
+// finishNeeding is finish for a record that needs n (cover.go).
+func (t *lsnTracker) finishNeeding(lsn wal.LSN, n need) (wal.LSN, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.highest = max(t.highest, lsn)
@@ -45,17 +63,24 @@ func (t *lsnTracker) finish(lsn wal.LSN) (wal.LSN, bool) {
 	case lsn <= t.mark:
 		return t.mark, false
 	case lsn > t.mark+1:
-		t.done[lsn] = struct{}{}
+		if _, ok := t.done[lsn]; !ok {
+			t.done[lsn] = n
+			t.countUnknown(n, +1)
+		}
 		return t.mark, false
 	}
 	t.mark = lsn
 	for {
-		if _, ok := t.done[t.mark+1]; !ok {
+		m, ok := t.done[t.mark+1]
+		if !ok {
 			break
 		}
 		delete(t.done, t.mark+1)
+		t.countUnknown(m, -1)
+		n = n.merge(m)
 		t.mark++
 	}
+	t.push(t.mark, n)
 	return t.mark, true
 }
 

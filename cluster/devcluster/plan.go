@@ -12,6 +12,7 @@ import (
 	"github.com/strata-ledger/strata/cluster"
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/wal"
 )
 
 // Defaults of Options; the zero value of a field means its default. The
@@ -84,6 +85,11 @@ type Options struct {
 	// number may change between runs on one data directory.
 	WorkersPerRegion int
 	WorkerCapacity   int // each worker's capacity; default DefaultWorkerCapacity
+
+	// WALSegmentBytes is every node's wal_segment_bytes; 0 keeps the
+	// node default (64 MiB, preallocated twice over: an idle node's
+	// NodeWAL then takes 128 MiB).
+	WALSegmentBytes int64
 }
 
 // NodeSpec is one planned node: its config and where its files go.
@@ -162,6 +168,9 @@ func (o Options) validate(withTokens bool) error {
 	}
 	if o.WANLatency < 0 {
 		bad("wan latency %v must not be negative", o.WANLatency)
+	}
+	if o.WALSegmentBytes != 0 && (o.WALSegmentBytes < cluster.MinWALSegmentBytes || o.WALSegmentBytes > wal.MaxSegmentBytes) {
+		bad("wal segment bytes %d must be %d..%d", o.WALSegmentBytes, cluster.MinWALSegmentBytes, int64(wal.MaxSegmentBytes))
 	}
 	if (withTokens || o.Token != "") && len(o.Token) < minTokenLen {
 		bad("token: at least %d characters required", minTokenLen)
@@ -247,6 +256,9 @@ func (o Options) node(r, n int, region string, lanSeeds []string) NodeSpec {
 	cfg.WANLatency = o.WANLatency
 	cfg.EnableFaultInjection = o.EnableFaultInjection
 	cfg.LogLevel = o.LogLevel
+	if o.WALSegmentBytes > 0 {
+		cfg.WALSegmentBytes = o.WALSegmentBytes
+	}
 	return NodeSpec{
 		Config:     cfg,
 		Dir:        dir,

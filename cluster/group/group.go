@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,14 @@ const (
 	// already carry many events each.
 	raftMaxAppendEntries = 256
 	raftTrailingLogs     = 10_240
-	raftSnapshotInterval = 30 * time.Second
+	// DefaultSnapshotInterval is how often Raft checks whether
+	// DefaultSnapshotThreshold entries were appended since the last
+	// snapshot, and takes one if so (hashicorp/raft waits a random time
+	// between the interval and twice it).
+	DefaultSnapshotInterval = 30 * time.Second
+	// DefaultSnapshotThreshold is how many entries past the last
+	// snapshot make the next check take one.
+	DefaultSnapshotThreshold = 8192
 	// raftLogCacheEntries is how many recent entries stay decoded in
 	// memory. Without the cache, the leader reads every entry it
 	// replicates back from raft-boltdb and a follower every entry it
@@ -86,6 +94,11 @@ type Config struct {
 	FSM     raft.FSM
 	Stream  raft.StreamLayer
 	LogSink io.Writer // hashicorp/raft's own logs (JSON lines); nil discards
+	// SnapshotThreshold and SnapshotInterval set when Raft snapshots the
+	// ledger (zero: the defaults above). A snapshot lets Raft truncate its
+	// log and the node compact its NodeWAL (cluster/walgc).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
 }
 
 // Group is one node's member of a Raft group with its durable stores.
@@ -124,6 +137,12 @@ func Open(cfg Config) (*Group, error) {
 		Logger:  logger,
 	})
 	rc := raftConfig(cfg.NodeID, cfg.Kind, logger)
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
 
 	existing, err := raft.HasExistingState(logStore, logStore, snaps)
 	if err != nil {
@@ -175,7 +194,8 @@ func raftConfig(nodeID string, kind Kind, logger hclog.Logger) *raft.Config {
 	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout, rc.CommitTimeout = raftTimings(kind)
 	rc.MaxAppendEntries = raftMaxAppendEntries
 	rc.TrailingLogs = raftTrailingLogs
-	rc.SnapshotInterval = raftSnapshotInterval
+	rc.SnapshotInterval = DefaultSnapshotInterval
+	rc.SnapshotThreshold = DefaultSnapshotThreshold
 	rc.BatchApplyCh = true
 	// Replication metrics only with a peer label, not once more per peer
 	// name (see peerLabelSink).
@@ -223,6 +243,22 @@ func (g *Group) Bootstrap(servers []Server) error {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	return nil
+}
+
+// SnapshotIndex returns the Raft index of this node's newest snapshot: one
+// complete and durable in its snapshot store (the file store writes a
+// snapshot in a temporary directory, fsyncs it and renames it into place;
+// only then does Raft count it). 0 if there is none.
+func (g *Group) SnapshotIndex() (uint64, error) {
+	// Raft records it once a snapshot is in place (taken, restored from
+	// the leader, or found at start); listing the store instead would log
+	// a warning for every snapshot still being written.
+	v := g.Raft.Stats()["last_snapshot_index"]
+	index, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("raft last_snapshot_index %q: %w", v, err)
+	}
+	return index, nil
 }
 
 // Close stops Raft and closes its stores. It does not leave the group.

@@ -54,6 +54,10 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.String("backup.dir", "", "directory of scheduled, proved backups of the node's group (none if empty)")
 	fs.Duration("backup.interval", d.Backup.Interval, "how often the group's leader writes a backup")
 	fs.Int("backup.retain", d.Backup.Retain, "how many backups of the group to keep")
+	fs.Int64("wal_segment_bytes", d.WALSegmentBytes, "size NodeWAL segments are preallocated to")
+	fs.Duration("wal_compact_interval", d.WALCompactInterval, "time between two NodeWAL compaction rounds")
+	fs.Uint64("snapshot_threshold", d.SnapshotThreshold, "Raft entries since the last snapshot that make the next check take one")
+	fs.Duration("snapshot_interval", d.SnapshotInterval, "how often Raft checks whether to snapshot the ledger")
 	// --enable-fault-injection and --enable_fault_injection are one flag.
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "-", "_"))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/strata-ledger/strata/cluster"
 )
 
 const baseYAML = `
@@ -100,5 +102,40 @@ func TestLoadNodeConfig_BackupBlock(t *testing.T) {
 	}
 	if _, err := loadNodeConfig(fs, nil); err == nil {
 		t.Fatal("retain 0 accepted")
+	}
+}
+
+// The bounded-disk keys (issue 16 §2) load from every layer and default
+// to DefaultRaftSnapshotLogs and the NodeWAL's 64 MiB segments.
+func TestLoadNodeConfig_BoundedDiskKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gate1.yaml")
+	if err := os.WriteFile(path, []byte(baseYAML+"snapshot_interval: 45s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addNodeFlags(fs)
+	if err := fs.Parse([]string{"--config", path, "--wal-segment-bytes", "4194304"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadNodeConfig(fs, []string{"STRATA_SNAPSHOT_THRESHOLD=1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WALSegmentBytes != 4<<20 || cfg.SnapshotThreshold != 1000 || cfg.SnapshotInterval != 45*time.Second ||
+		cfg.WALCompactInterval != cluster.DefaultWALCompactInterval {
+		t.Fatalf("wal_segment_bytes %d, snapshot_threshold %d, snapshot_interval %s, wal_compact_interval %s",
+			cfg.WALSegmentBytes, cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.WALCompactInterval)
+	}
+	fs = pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addNodeFlags(fs)
+	if err := fs.Parse([]string{"--config", path, "--wal_segment_bytes", "65536"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadNodeConfig(fs, nil); err == nil {
+		t.Fatal("a 64 KiB wal_segment_bytes (below the node minimum) was accepted")
+	}
+	d := cluster.DefaultNodeConfig()
+	if d.SnapshotThreshold != cluster.DefaultRaftSnapshotLogs || d.WALSegmentBytes != 64<<20 {
+		t.Fatalf("defaults: snapshot_threshold %d, wal_segment_bytes %d", d.SnapshotThreshold, d.WALSegmentBytes)
 	}
 }

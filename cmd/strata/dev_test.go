@@ -24,6 +24,7 @@ func TestDev_BadOptionsAreUsageErrorsAndCreateNothing(t *testing.T) {
 		{"too many workers", []string{"dev", "--data", dir, "--workers", "1000"}},
 		{"zero worker capacity", []string{"dev", "--data", dir, "--worker-capacity", "0"}},
 		{"worker capacity over the limit", []string{"dev", "--data", dir, "--worker-capacity", "1001"}},
+		{"wal segment below the node minimum", []string{"dev", "--data", dir, "--wal-segment-bytes", "65536"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
