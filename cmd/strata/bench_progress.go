@@ -141,6 +141,8 @@ func benchProgressOutcome(res *bench.DataPlaneResult) error {
 		return errors.New("bench progress: the managers folded no update")
 	case !res.Exact:
 		return fmt.Errorf("bench progress: the ledger is not exact: %d of %d workflows differ from the last counters sent", res.Mismatched, res.Workflows)
+	case !res.ExactGlobal:
+		return errors.New("bench progress: the global ledger's totals of the job differ from the regional ledger's")
 	}
 	return nil
 }

@@ -80,8 +80,9 @@ func TestBenchProgress_Outcome(t *testing.T) {
 		res  bench.DataPlaneResult
 		want string
 	}{
-		{"exact", bench.DataPlaneResult{Folded: 10, Exact: true}, ""},
+		{"exact", bench.DataPlaneResult{Folded: 10, Exact: true, ExactGlobal: true}, ""},
 		{"nothing folded", bench.DataPlaneResult{Exact: true}, "folded no update"},
+		{"global behind", bench.DataPlaneResult{Folded: 10, Exact: true}, "global ledger"},
 		{"not exact", bench.DataPlaneResult{Folded: 10, Workflows: 4, Mismatched: 1}, "1 of 4 workflows differ"},
 	}
 	for _, tt := range tests {
@@ -129,8 +130,8 @@ func TestBenchProgress_AgainstARealCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	if !res.Exact || res.Folded == 0 || res.Workflows != 40 || res.Sent == 0 {
-		t.Fatalf("exact %v, folded %d, workflows %d, sent %d:\n%s", res.Exact, res.Folded, res.Workflows, res.Sent, out)
+	if !res.Exact || !res.ExactGlobal || res.Folded == 0 || res.Workflows != 40 || res.Sent == 0 {
+		t.Fatalf("exact %v (global %v), folded %d, workflows %d, sent %d:\n%s", res.Exact, res.ExactGlobal, res.Folded, res.Workflows, res.Sent, out)
 	}
 	if res.P99MsToLocal == nil || *res.P99MsToLocal <= 0 {
 		t.Fatalf("no fold-to-LOCAL latency observed:\n%s", out)

@@ -199,6 +199,9 @@ func (r *dpRun) run(ctx context.Context) (*DataPlaneResult, error) {
 	}
 	settleStart := time.Now()
 	exact, mismatched := r.settle(ctx)
+	if exact {
+		in.exactGlobal = r.settleGlobal(ctx, settleStart.Add(r.cfg.SettleTimeout))
+	}
 	settled, err := r.snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -558,6 +561,39 @@ func (r *dpRun) settle(ctx context.Context) (exact bool, mismatched int) {
 				r.send(ctx, w)
 			}
 			lastSend = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+// settleGlobal reads the job from the gates until the global ledger's
+// totals of the region equal the regional ledger's sum over the job's
+// workflows (the region reports them coalesced, about every second), or
+// deadline passes.
+func (r *dpRun) settleGlobal(ctx context.Context, deadline time.Time) bool {
+	tick := time.NewTicker(dataPlanePollInterval)
+	defer tick.Stop()
+	for {
+		if wfs, err := r.workflows(ctx); err == nil {
+			var want Counters
+			for _, wf := range wfs {
+				want.Completed += wf.Completed
+				want.Failed += wf.Failed
+			}
+			cctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+			job, _, err := r.cl.Job(cctx, r.jobID, api.ReadOptions{})
+			cancel()
+			if err == nil {
+				if reg := job.Region(r.cfg.Region); reg != nil && (Counters{reg.Completed, reg.Failed}) == want {
+					return true
+				}
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
 		}
 		select {
 		case <-ctx.Done():

@@ -70,6 +70,10 @@ type DataPlaneResult struct {
 	Exact      bool    `json:"exact"`
 	Mismatched int     `json:"mismatched"`
 	SettleSec  float64 `json:"settle_s"`
+	// ExactGlobal: then the global ledger's totals of the job in the
+	// region (what the gates serve) equalled the regional ledger's sum
+	// over the job's workflows.
+	ExactGlobal bool `json:"exact_global"`
 
 	// CPUSec is the managers' process CPU over the load
 	// (process_cpu_seconds_total); CPUMicrosPer1k that per 1,000 updates
@@ -94,7 +98,7 @@ type dataPlaneInput struct {
 	workflows, elsewhere   int
 	start                  time.Time
 	elapsed, settle        time.Duration
-	exact                  bool
+	exact, exactGlobal     bool
 	mismatched             int
 	sent, frames, sendErr  int64
 	acked                  int64
@@ -115,7 +119,7 @@ func assembleDataPlane(in dataPlaneInput) *DataPlaneResult {
 		StartedAt: in.start.UTC(), ElapsedSec: in.elapsed.Seconds(),
 		Sent: in.sent, Frames: in.frames, SendErrors: in.sendErr,
 		InjectedLost: in.inject.Lost, InjectedDup: in.inject.Duplicated, LastSendError: in.lastErr,
-		Exact: in.exact, Mismatched: in.mismatched, SettleSec: in.settle.Seconds(), HeartbeatsLost: in.hbLost,
+		Exact: in.exact, ExactGlobal: in.exactGlobal, Mismatched: in.mismatched, SettleSec: in.settle.Seconds(), HeartbeatsLost: in.hbLost,
 	}
 	secs := in.elapsed.Seconds()
 	per := func(n float64) float64 {
@@ -199,7 +203,7 @@ func (r *DataPlaneResult) WriteTable(w io.Writer) error {
 	p("sent", "%d updates in %.2fs (%.0f/s), %d frames, %d send errors", r.Sent, r.ElapsedSec, r.SentPerSec, r.Frames, r.SendErrors)
 	p("folded", "%d updates (%.0f/s)", r.Folded, r.UpdatesPerSec)
 	p("dropped", "kernel %d, app %d %v, loss %.3f %%", r.DroppedKernel, r.DroppedApp, r.DroppedAppByReason, r.LossPct)
-	p("exact", "%v (%d mismatched, settled in %.2fs)", r.Exact, r.Mismatched, r.SettleSec)
+	p("exact", "%v (%d mismatched, settled in %.2fs); global ledger exact: %v", r.Exact, r.Mismatched, r.SettleSec, r.ExactGlobal)
 	p("cpu", "%.2fs managers, %.1f µs per 1k updates", r.CPUSec, r.CPUMicrosPer1k)
 	p("p99 to LOCAL", "%s (flush %s)", msOrNone(r.P99MsToLocal), msOrNone(r.P99MsFlush))
 	return tw.Flush()
