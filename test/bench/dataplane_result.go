@@ -10,8 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/strata-ledger/strata/transport/progress"
 )
 
@@ -219,32 +217,9 @@ func msOrNone(v *float64) string {
 // startDataPlaneBar draws a bar over the load's duration to w until the
 // returned stop is called; a nil w draws nothing.
 func startDataPlaneBar(w io.Writer, p *DataPlaneProgress, duration time.Duration) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
 	limit := int64(duration / time.Millisecond)
-	bar := progressbar.NewOptions64(limit, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(progressInterval), progressbar.OptionSetPredictTime(false), progressbar.OptionClearOnFinish())
-	start := time.Now()
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(progressInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				_ = bar.Finish()
-				return
-			case <-tick.C:
-			}
-			elapsed := time.Since(start)
-			bar.Describe(fmt.Sprintf("%d updates sent, %.0f/s", p.Sent.Load(), float64(p.Sent.Load())/elapsed.Seconds()))
-			_ = bar.Set64(min(int64(elapsed/time.Millisecond), limit))
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
+	return drawBar(w, limit, func(elapsed time.Duration) (string, int64) {
+		sent := p.Sent.Load()
+		return fmt.Sprintf("%d updates sent, %.0f/s", sent, float64(sent)/elapsed.Seconds()), min(int64(elapsed/time.Millisecond), limit)
+	})
 }

@@ -15,12 +15,29 @@ const progressInterval = 200 * time.Millisecond
 // requests when the run is bounded by a count, else over its duration. A
 // nil w draws nothing.
 func startProgressBar(w io.Writer, p *Progress, requests int64, duration time.Duration) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
 	limit := requests
 	if limit == 0 {
 		limit = int64(duration / time.Millisecond)
+	}
+	return drawBar(w, limit, func(elapsed time.Duration) (string, int64) {
+		ok, failed := p.OK.Load(), p.Failed.Load()
+		desc := fmt.Sprintf("%d ok, %d failed, %.0f req/s", ok, failed, float64(ok)/elapsed.Seconds())
+		if late := p.Late.Load(); late > 0 {
+			desc += fmt.Sprintf(", %d late", late)
+		}
+		if requests > 0 {
+			return desc, ok + failed
+		}
+		return desc, min(int64(elapsed/time.Millisecond), limit)
+	})
+}
+
+// drawBar redraws a bar of limit steps to w every progressInterval, with
+// the description and position state gives for the time elapsed, until
+// the returned stop is called; a nil w draws nothing.
+func drawBar(w io.Writer, limit int64, state func(elapsed time.Duration) (string, int64)) (stop func()) {
+	if w == nil {
+		return func() {}
 	}
 	bar := progressbar.NewOptions64(limit,
 		progressbar.OptionSetWriter(w),
@@ -43,18 +60,9 @@ func startProgressBar(w io.Writer, p *Progress, requests int64, duration time.Du
 				return
 			case <-tick.C:
 			}
-			ok, failed := p.OK.Load(), p.Failed.Load()
-			elapsed := time.Since(start)
-			desc := fmt.Sprintf("%d ok, %d failed, %.0f req/s", ok, failed, float64(ok)/elapsed.Seconds())
-			if late := p.Late.Load(); late > 0 {
-				desc += fmt.Sprintf(", %d late", late)
-			}
+			desc, pos := state(time.Since(start))
 			bar.Describe(desc)
-			if requests > 0 {
-				_ = bar.Set64(ok + failed)
-			} else {
-				_ = bar.Set64(min(int64(elapsed/time.Millisecond), limit))
-			}
+			_ = bar.Set64(pos)
 		}
 	}()
 	return func() {

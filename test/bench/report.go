@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -192,4 +193,30 @@ func plural(n int, suffix string) string {
 		return ""
 	}
 	return suffix
+}
+
+// MaxResultFileBytes bounds one result file the BENCHMARKS.md renderers
+// read: a few hundred bytes in practice.
+const MaxResultFileBytes = 1 << 20
+
+// ReadResultFile reads the JSON result of one run (`-o json`) from path
+// into v, refusing a file over MaxResultFileBytes; what names the kind
+// of result in errors.
+func ReadResultFile(path, what string, v any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxResultFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxResultFileBytes {
+		return fmt.Errorf("%s: more than %d bytes: not a %s", path, MaxResultFileBytes, what)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: not a %s: %w", path, what, err)
+	}
+	return nil
 }

@@ -9,10 +9,8 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,9 +19,6 @@ import (
 
 	"github.com/strata-ledger/strata/test/bench"
 )
-
-// maxResultBytes bounds one result file: a few hundred bytes in practice.
-const maxResultBytes = 1 << 20
 
 func main() {
 	in := flag.String("in", "", "directory of `strata bench -o json` outputs (*.json)")
@@ -67,21 +62,9 @@ func run(in, out string, env bench.CompareEnv) error {
 }
 
 func readResult(path string) (*bench.Result, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxResultBytes {
-		return nil, fmt.Errorf("%s: more than %d bytes: not a bench result", path, maxResultBytes)
-	}
 	var r bench.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a bench result: %w", path, err)
+	if err := bench.ReadResultFile(path, "bench result", &r); err != nil {
+		return nil, err
 	}
 	if r.Target == "" || r.Clients == 0 {
 		return nil, fmt.Errorf("%s: not a bench result: no target or clients", path)

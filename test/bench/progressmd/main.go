@@ -9,10 +9,8 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +18,6 @@ import (
 
 	"github.com/strata-ledger/strata/test/bench"
 )
-
-// maxResultBytes bounds one result file: a couple of KiB in practice.
-const maxResultBytes = 1 << 20
 
 func main() {
 	in := flag.String("in", "", "directory of `strata bench progress -o json` outputs (ROW-i.json)")
@@ -70,21 +65,9 @@ func run(in, out string, env bench.DataPlaneEnv) error {
 }
 
 func readResult(path string) (*bench.DataPlaneResult, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxResultBytes {
-		return nil, fmt.Errorf("%s: more than %d bytes: not a bench progress result", path, maxResultBytes)
-	}
 	var r bench.DataPlaneResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := bench.ReadResultFile(path, "bench progress result", &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }
