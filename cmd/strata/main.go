@@ -73,6 +73,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newBundleCmd(),
 		newTLSCmd(),
+		newKeyringCmd(),
 	)
 	return root
 }

@@ -128,5 +128,3 @@ func certBaseName(req tlsutil.CertRequest) string {
 	}
 	return req.Node + "-client"
 }
-
-
