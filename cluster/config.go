@@ -147,6 +147,12 @@ type NodeConfig struct {
 	WALCompactInterval time.Duration `koanf:"wal_compact_interval"`
 	SnapshotThreshold  uint64        `koanf:"snapshot_threshold"`
 	SnapshotInterval   time.Duration `koanf:"snapshot_interval"`
+	// Security (config_security.go, docs/SECURITY.md).
+	TLS               TLSFiles `koanf:"tls"`                 // TLS on the API, node-to-node HTTP and Raft
+	GossipKey         string   `koanf:"gossip_key"`          // base64 of 32 bytes: gossip encryption
+	GossipKeyringFile string   `koanf:"gossip_keyring_file"` // default DATA/gossip.keyring
+	Insecure          bool     `koanf:"insecure"`            // allow non-loopback addresses without TLS
+	AdminAddr         string   `koanf:"admin_addr"`          // pprof listener; empty: off
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
@@ -257,6 +263,7 @@ func (c *NodeConfig) Validate() error {
 	if len(c.Tokens) == 0 {
 		bad("tokens", "at least one API token is required")
 	}
+	errs = append(errs, c.validateSecurity()...)
 	if len(c.ClusterToken) < auth.MinTokenLen {
 		bad("cluster_token", "required, at least %d characters, the same on every node", auth.MinTokenLen)
 	}

@@ -107,6 +107,7 @@ type Node struct {
 	ae          *aestatus.Gatherer // GET /v1/cluster/antientropy
 	backups     *backup.Backups    // scheduled backups (nil without backup.dir)
 	signingKey  ed25519.PrivateKey // signs exports and checkpoints (nil: unsigned)
+	sec         security           // TLS, gossip keyring, admin listener (wire_tls.go)
 
 	regions atomic.Pointer[map[string]string] // peer IP -> region, for WAN latency
 
@@ -175,6 +176,9 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 		if n.signingKey, err = loadSigningKey(cfg.SigningKey); err != nil {
 			return nil, fmt.Errorf("signing_key: %w", err)
 		}
+	}
+	if err = n.openSecurity(); err != nil {
+		return nil, err
 	}
 	if err = n.openClockAndLedger(); err != nil {
 		return nil, err
@@ -299,7 +303,7 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return err
 	}
-	layer, err := raftnet.Listen(raftnet.Config{ListenAddr: n.cfg.RaftAddr, Logger: n.log})
+	layer, err := raftnet.Listen(raftnet.Config{ListenAddr: n.cfg.RaftAddr, Logger: n.log, TLS: n.raftTLS()})
 	if err != nil {
 		return fmt.Errorf("raft listen: %w", err)
 	}
@@ -340,7 +344,7 @@ func (n *Node) openPipeline() error {
 	}
 	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.role.group,
 		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.cfg.HTTPAddr, Faults: n.faults, Members: n.members,
-		Proposer: n.prop, Registerer: n.reg})
+		Proposer: n.prop, Registerer: n.reg, TLS: n.sec.tls})
 	if err != nil {
 		return err
 	}
@@ -379,7 +383,7 @@ func (n *Node) startMembership() error {
 			RaftAddr: n.raft.LocalAddr(), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
 		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
 		Logger: n.log, Registerer: n.reg, LANTimings: n.opts.LANTimings, WANTimings: n.opts.WANTimings,
-		RejoinInterval: n.opts.RejoinInterval,
+		RejoinInterval: n.opts.RejoinInterval, Keyring: n.sec.keyring,
 	}
 	if n.usesFaults() {
 		mc.Faults = n.faults
@@ -511,6 +515,7 @@ func (n *Node) closeParts() error {
 		n.cancel()
 	}
 	var errs []error
+	errs = append(errs, n.closeAdmin())
 	if n.api != nil {
 		errs = append(errs, n.api.Close())
 	} else if n.ln != nil { // listening, never served
@@ -594,10 +599,11 @@ func (n *Node) startAPI() error {
 		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, DataPlane: n.dataPlaneAPI(), Live: n.liveAPI(),
 		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
+		TLS: n.apiTLS(), Security: n.securityStatus, Keyring: n.keyringAPI(),
 	})
 	if err != nil {
 		return err
 	}
 	n.api.Serve(n.ln)
-	return nil
+	return n.startAdmin()
 }

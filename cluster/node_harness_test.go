@@ -55,6 +55,8 @@ type testCluster struct {
 	http  *http.Client
 	// reconcile runs the job-lifecycle reconcilers on the leaders.
 	reconcile bool
+	// scheme is https when the nodes serve TLS (the client trusts their CA).
+	scheme string
 }
 
 // startTestCluster starts 3 gates (g1..g3, 127.0.<subnet>.1-3) and 3
@@ -97,6 +99,14 @@ func startNodes(t testing.TB, subnet int, reconcile bool, configure ...func(*Nod
 			f(&cfg)
 		}
 		c.cfgs = append(c.cfgs, cfg)
+	}
+	c.scheme = "http"
+	if tf := c.cfgs[0].TLS; tf.Enabled() {
+		tc, err := api.ClientTLS(tf.CAFile, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.scheme, c.http.Transport = "https", &http.Transport{TLSClientConfig: tc}
 	}
 	t.Cleanup(c.closeAll)
 	for _, cfg := range c.cfgs {
@@ -242,7 +252,7 @@ func (c *testCluster) call(id, method, path, token string, body []byte, header .
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTestWait)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.cfg(id).HTTPAddr+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://"+c.cfg(id).HTTPAddr+path, bytes.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Scope is a permission a bearer token carries (DESIGN §9).
@@ -34,6 +35,11 @@ const AllTenants = "*"
 
 // MinTokenLen keeps guessable tokens out of configuration.
 const MinTokenLen = 16
+
+// HashedTokenPrefix marks a token configured by its digest,
+// "sha256:<64 hex digits>" (`printf %s TOKEN | sha256sum`), so the config
+// file never holds the secret.
+const HashedTokenPrefix = "sha256:"
 
 // Errors of authentication and authorization; the HTTP layer maps them to
 // 401 and 403.
@@ -89,17 +95,61 @@ func (p Principal) SeesTenant(tenant string) bool {
 
 // Authenticator verifies bearer tokens. Tokens are kept as SHA-256 digests
 // and compared in constant time, so neither memory dumps nor timing reveal
-// them. It is immutable after construction and safe for concurrent use.
+// them. Its token set changes only as a whole (Replace, on SIGHUP); it is
+// safe for concurrent use.
 type Authenticator struct {
-	byDigest map[[sha256.Size]byte]Principal
+	byDigest atomic.Pointer[map[[sha256.Size]byte]Principal]
 }
 
 // NewAuthenticator checks every token and its scopes.
 func NewAuthenticator(tokens []TokenConfig) (*Authenticator, error) {
-	a := &Authenticator{byDigest: make(map[[sha256.Size]byte]Principal, len(tokens))}
+	m, err := digestTokens(tokens)
+	if err != nil {
+		return nil, err
+	}
+	a := &Authenticator{}
+	a.byDigest.Store(&m)
+	return a, nil
+}
+
+// Replace checks tokens as NewAuthenticator does and, if they are valid,
+// makes them the only tokens accepted from now on; else nothing changes.
+func (a *Authenticator) Replace(tokens []TokenConfig) error {
+	m, err := digestTokens(tokens)
+	if err != nil {
+		return err
+	}
+	a.byDigest.Store(&m)
+	return nil
+}
+
+// Len is how many tokens are accepted.
+func (a *Authenticator) Len() int { return len(*a.byDigest.Load()) }
+
+// tokenDigest is the digest of a configured token: given as
+// "sha256:<hex>", or computed from the secret (at least MinTokenLen long).
+func tokenDigest(tok string) ([sha256.Size]byte, error) {
+	var d [sha256.Size]byte
+	if h, ok := strings.CutPrefix(tok, HashedTokenPrefix); ok {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != sha256.Size {
+			return d, fmt.Errorf("%s token: want %d hex digits", HashedTokenPrefix, 2*sha256.Size)
+		}
+		copy(d[:], b)
+		return d, nil
+	}
+	if len(tok) < MinTokenLen {
+		return d, fmt.Errorf("shorter than %d characters", MinTokenLen)
+	}
+	return sha256.Sum256([]byte(tok)), nil
+}
+
+func digestTokens(tokens []TokenConfig) (map[[sha256.Size]byte]Principal, error) {
+	byDigest := make(map[[sha256.Size]byte]Principal, len(tokens))
 	for i, t := range tokens {
-		if len(t.Token) < MinTokenLen {
-			return nil, fmt.Errorf("token %d: shorter than %d characters", i, MinTokenLen)
+		d, err := tokenDigest(t.Token)
+		if err != nil {
+			return nil, fmt.Errorf("token %d: %w", i, err)
 		}
 		if t.Tenant == "" {
 			return nil, fmt.Errorf("token %d: tenant is required (a tenant id or %q)", i, AllTenants)
@@ -119,14 +169,13 @@ func NewAuthenticator(tokens []TokenConfig) (*Authenticator, error) {
 		if err := checkWorkerBinding(p); err != nil {
 			return nil, fmt.Errorf("token %d: %w", i, err)
 		}
-		d := sha256.Sum256([]byte(t.Token))
-		if _, dup := a.byDigest[d]; dup {
+		if _, dup := byDigest[d]; dup {
 			return nil, fmt.Errorf("token %d: configured twice", i)
 		}
 		p.Name = hex.EncodeToString(d[:4])
-		a.byDigest[d] = p
+		byDigest[d] = p
 	}
-	return a, nil
+	return byDigest, nil
 }
 
 // checkWorkerBinding: a worker-scoped token names its worker, any other
@@ -159,7 +208,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	}
 	// The lookup is keyed by the digest, never the secret, so its timing
 	// says nothing about how close a guess was.
-	p, ok := a.byDigest[sha256.Sum256([]byte(tok))]
+	p, ok := (*a.byDigest.Load())[sha256.Sum256([]byte(tok))]
 	if !ok {
 		return Principal{}, ErrUnauthenticated
 	}

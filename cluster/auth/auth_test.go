@@ -1,7 +1,10 @@
 package auth
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -176,5 +179,44 @@ func TestDataPlaneKey_PerRegistration(t *testing.T) {
 		if other.token == "cluster-secret-0123456789" && id == id1 {
 			t.Fatalf("%+v: same key id", other)
 		}
+	}
+}
+
+func TestAuthenticator_HashedTokensAndReplace(t *testing.T) {
+	const secret = "a-token-of-the-operator"
+	sum := sha256.Sum256([]byte(secret))
+	a, err := NewAuthenticator([]TokenConfig{{Token: HashedTokenPrefix + hex.EncodeToString(sum[:]), Tenant: AllTenants, Scopes: []string{"operator"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(tok string) *http.Request {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return r
+	}
+	if _, err := a.Authenticate(req(secret)); err != nil {
+		t.Fatalf("the secret of a hashed token: %v", err)
+	}
+	if _, err := a.Authenticate(req(HashedTokenPrefix + hex.EncodeToString(sum[:]))); err == nil {
+		t.Fatal("the hash itself authenticated")
+	}
+	if _, err := NewAuthenticator([]TokenConfig{{Token: "sha256:abcd", Tenant: "t", Scopes: []string{"jobs:read"}}}); err == nil {
+		t.Fatal("a short hash was accepted")
+	}
+	// Replace: a bad set changes nothing; a good one revokes the old token.
+	if err := a.Replace([]TokenConfig{{Token: "short", Tenant: "t", Scopes: []string{"jobs:read"}}}); err == nil {
+		t.Fatal("Replace accepted a bad token")
+	}
+	if _, err := a.Authenticate(req(secret)); err != nil {
+		t.Fatalf("after a refused Replace: %v", err)
+	}
+	if err := a.Replace([]TokenConfig{{Token: "another-token-0123456", Tenant: "t", Scopes: []string{"jobs:read"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(req(secret)); err == nil {
+		t.Fatal("a revoked token still authenticates")
+	}
+	if _, err := a.Authenticate(req("another-token-0123456")); err != nil || a.Len() != 1 {
+		t.Fatalf("the new token: %v (len %d)", err, a.Len())
 	}
 }

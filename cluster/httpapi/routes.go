@@ -99,14 +99,31 @@ func (sv *Server) routes() http.Handler {
 	for path, h := range sv.cfg.Peers.Routes() {
 		handle(path, route{"POST": h})
 	}
-	// pprof, operator only (DESIGN §12: profiles on the admin listener).
-	mux.Handle("/debug/pprof/", g(operator, plain(pprof.Index)))
-	mux.Handle("/debug/pprof/profile", g(operator, plain(pprof.Profile)))
-	mux.Handle("/debug/pprof/trace", g(operator, plain(pprof.Trace)))
+	if sv.cfg.Security != nil {
+		handle(api.PathClusterStatus, route{"GET": g(operator, sv.handleClusterStatus)})
+	}
+	keyring := rule{access: operatorOnly, home: gates}
+	handle(api.PathKeyring, route{"GET": g(keyring, sv.handleKeyring), "POST": g(rule{access: operatorOnly, home: gates, body: true}, sv.handleKeyring)})
+	// pprof is not here: it is served on the admin listener (AdminHandler).
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
 	return mux
+}
+
+// AdminHandler serves pprof, operator only, for the admin listener
+// (DESIGN §12: profiles never on the public API), with the API's
+// per-request deadlines.
+func (sv *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	operator := rule{access: operatorOnly}
+	mux.Handle("/debug/pprof/", sv.guard(operator, plain(pprof.Index)))
+	mux.Handle("/debug/pprof/profile", sv.guard(operator, plain(pprof.Profile)))
+	mux.Handle("/debug/pprof/trace", sv.guard(operator, plain(pprof.Trace)))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
+	})
+	return sv.deadlines(mux)
 }
 
 // httpMetrics are strata_http_*: requests by route and status class.

@@ -27,6 +27,7 @@ package httpapi
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -217,6 +218,16 @@ type Config struct {
 	// found divergent (cluster/replica). /readyz fails and reads are
 	// refused while it says so.
 	LedgerCheck func() string
+	// TLS, if set, is the listener's TLS config (security.go): the API
+	// is served over TLS only, and internal calls must also present a
+	// client certificate the config verified.
+	TLS *tls.Config
+	// Security reports the node's security posture (GET
+	// /v1/cluster/status); nil: not served.
+	Security func() api.SecurityStatus
+	// Keyring runs gossip keyring operations cluster-wide (gates); nil:
+	// not served.
+	Keyring Keyring
 }
 
 // Server serves the API.
@@ -256,7 +267,7 @@ func New(cfg Config) (*Server, error) {
 	// No ReadTimeout or WriteTimeout here: the deadlines of a request's
 	// body and answer are set per request (deadline.go), which lets
 	// streams and long-polls extend theirs.
-	sv.srv = &http.Server{Handler: sv.deadlines(sv.routes()), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+	sv.srv = &http.Server{Handler: sv.deadlines(sv.requirePeerCert(sv.routes())), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		MaxHeaderBytes: MaxHeaderBytes}
 	sv.srv.RegisterOnShutdown(sv.cancel)
 	return sv, nil
@@ -266,6 +277,9 @@ func New(cfg Config) (*Server, error) {
 // connections at once.
 func (sv *Server) Serve(ln net.Listener) {
 	ln = limitListener(ln, MaxConnections)
+	if sv.cfg.TLS != nil {
+		ln = tls.NewListener(ln, sv.cfg.TLS)
+	}
 	go func() {
 		if err := sv.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			sv.log.Error("http server stopped", "err", err)

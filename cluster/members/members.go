@@ -85,6 +85,11 @@ type Config struct {
 	// production leaves them zero, tests shorten them.
 	LANTimings PoolTimings
 	WANTimings PoolTimings
+	// Keyring, if not nil, encrypts and authenticates every pool's gossip
+	// (AES-GCM under its primary key; any key of the ring decrypts), and
+	// messages that do not decrypt are dropped. One ring serves every pool,
+	// so a rotation (install, use, remove) changes them together.
+	Keyring *memberlist.Keyring
 }
 
 // PoolTimings overrides memberlist timings of one pool; a zero field keeps
@@ -241,8 +246,9 @@ func checkGossipSeeds(name string, seeds []string) error {
 // away failed or left, so Leave first gossips a leave intent, as Serf does;
 // a member that got it reports the departure as left, any other as dead.
 //
-// Not done: suspicion is not reported (see MemberStatus); gossip is not
-// encrypted (memberlist's keyring is not configured); a seed given by host
+// Gossip is encrypted when Config.Keyring is set.
+//
+// Not done: suspicion is not reported (see MemberStatus); a seed given by host
 // name is joined every round, since it cannot be matched to a member.
 //
 // All methods are safe for concurrent use.
@@ -342,6 +348,10 @@ func (m *Membership) startPool(which Pool, bindAddr string, seeds []string, timi
 	}}
 	conf.Name = m.cfg.Self.NodeID
 	conf.Transport = tr
+	if m.cfg.Keyring != nil {
+		conf.Keyring = m.cfg.Keyring
+		conf.GossipVerifyIncoming, conf.GossipVerifyOutgoing = true, true
+	}
 	conf.Delegate = poolDelegate{MetaDelegate: meta, m: m, pool: p}
 	conf.Events = poolEvents{m: m, pool: which}
 	conf.Logger = log.New(memberlistLog{log: logger}, "", 0)

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
+	"github.com/strata-ledger/strata/transport/tlsutil"
 )
 
 // Node-to-node calls: a follower's pipeline hands its batches to the
@@ -47,7 +48,13 @@ const (
 // apply to forwarded proposals and deliveries as they do to Raft) and
 // leave from the node's own address (so the other side's rules attribute
 // them to this node).
-func newNodeHTTPClient(faults *faultnet.Faults, httpAddr string) *http.Client {
+//
+// With tlsr set, every request is sent as https (httpsOnly) over a TLS
+// connection made with the node's current certificate and CA: node-to-node
+// URLs are built as http://host:port across the node's packages, and this
+// is the one place that decides the scheme, so none of them can leave in
+// clear.
+func newNodeHTTPClient(faults *faultnet.Faults, httpAddr string, tlsr *tlsutil.Reloader) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = nodeIdleConns, nodeIdleConns
 	d := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
@@ -59,7 +66,22 @@ func newNodeHTTPClient(faults *faultnet.Faults, httpAddr string) *http.Client {
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return faults.Dial(ctx, addr, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, network, addr) })
 	}
-	return &http.Client{Transport: t, Timeout: CallTimeout}
+	if tlsr == nil {
+		return &http.Client{Transport: t, Timeout: CallTimeout}
+	}
+	t.DialTLSContext = tlsr.DialTLS(t.DialContext)
+	return &http.Client{Transport: httpsOnly{t}, Timeout: CallTimeout}
+}
+
+// httpsOnly sends every request as https.
+type httpsOnly struct{ next http.RoundTripper }
+
+func (h httpsOnly) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != "https" {
+		r = r.Clone(r.Context())
+		r.URL.Scheme = "https"
+	}
+	return h.next.RoundTrip(r)
 }
 
 // ProposeResponse is the leader's answer to a forwarded batch. Status is

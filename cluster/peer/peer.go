@@ -7,7 +7,8 @@
 //
 // Every call carries the cluster token; the receiving side refuses a call
 // without it (401) before reading its body, and bounds every body it
-// reads. Calls go through the fault layer, so a partition cuts them as it
+// reads. With TLS (Config.TLS) every call is https with this node's
+// client certificate, whatever scheme its URL was built with. Calls go through the fault layer, so a partition cuts them as it
 // cuts Raft and gossip.
 //
 // Peers is safe for concurrent use once Run runs. It does not choose the
@@ -26,6 +27,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/faultnet"
 	"github.com/strata-ledger/strata/transport/gossip"
+	"github.com/strata-ledger/strata/transport/tlsutil"
 )
 
 // Members is what Peers reads of gossip: where another node's API is.
@@ -59,6 +61,9 @@ type Config struct {
 	Members    Members
 	Proposer   Proposer
 	Registerer prometheus.Registerer
+	// TLS, if set, makes every node-to-node call https, verified against
+	// the cluster CA and presenting this node's certificate (mutual TLS).
+	TLS *tlsutil.Reloader
 }
 
 // Peers makes and answers node-to-node calls.
@@ -73,7 +78,7 @@ func New(cfg Config) (*Peers, error) {
 	if cfg.NodeID == "" || cfg.Group == "" || cfg.ClusterToken == "" || cfg.Faults == nil || cfg.Members == nil || cfg.Proposer == nil {
 		return nil, errors.New("cluster: peer: NodeID, Group, ClusterToken, Faults, Members and Proposer are required")
 	}
-	ps := &Peers{cfg: cfg, httpc: newNodeHTTPClient(cfg.Faults, cfg.HTTPAddr)}
+	ps := &Peers{cfg: cfg, httpc: newNodeHTTPClient(cfg.Faults, cfg.HTTPAddr, cfg.TLS)}
 	var err error
 	if ps.coal, err = newCoalescer(ps.forwardMany, cfg.Registerer); err != nil {
 		return nil, err

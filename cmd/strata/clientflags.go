@@ -17,6 +17,8 @@ import (
 const (
 	envAddr  = "STRATA_ADDR"
 	envToken = "STRATA_TOKEN"
+	// envCAFile names the cluster CA of a TLS cluster (as --ca-file).
+	envCAFile = "STRATA_CA_FILE"
 	// devClusterFile is where `strata dev` run from the same directory
 	// writes its nodes' addresses and token.
 	devClusterFile = ".strata-dev/cluster.json"
@@ -38,6 +40,9 @@ type clientFlags struct {
 	session      string
 	durability   string
 	output       string
+	caFile       string // TLS: the cluster CA
+	certFile     string // TLS: an optional client certificate
+	keyFile      string
 }
 
 // addClientFlags declares the API flags on cmd and its subcommands.
@@ -52,6 +57,9 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 	fs.StringVar(&f.session, "session", "", "session token a write printed, to read that write (implies --consistency session)")
 	fs.StringVar(&f.durability, "durability", "", "when a write is acknowledged: none, local, regional or global (default: the operation's tier)")
 	fs.StringVarP(&f.output, "output", "o", outputTable, "output format: table or json")
+	fs.StringVar(&f.caFile, "ca-file", "", "cluster CA of a TLS cluster: addresses become https (env "+envCAFile+"; default: the CA of ./"+devClusterFile+")")
+	fs.StringVar(&f.certFile, "cert-file", "", "client certificate (strata tls cert create --role client)")
+	fs.StringVar(&f.keyFile, "key-file", "", "client certificate's key")
 	return f
 }
 
@@ -67,41 +75,55 @@ func (f *clientFlags) client() (*api.Client, error) {
 	if err := f.writeOptions().Validate(); err != nil {
 		return nil, usageError{err}
 	}
-	addrs, token, err := f.target()
+	cc, err := f.target()
 	if err != nil {
 		return nil, err
 	}
-	c, err := api.New(api.ClientConfig{Addrs: addrs, Token: token})
+	c, err := api.New(cc)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return c, nil
 }
 
-// target picks the addresses and token: flags, then the environment, then
-// the dev cluster file of the current directory.
-func (f *clientFlags) target() (addrs []string, token string, err error) {
-	token = f.token
-	if token == "" {
-		token = os.Getenv(envToken)
+// target picks the addresses, token and TLS: flags, then the environment,
+// then the dev cluster file of the current directory.
+func (f *clientFlags) target() (api.ClientConfig, error) {
+	cc := api.ClientConfig{Token: f.token}
+	if cc.Token == "" {
+		cc.Token = os.Getenv(envToken)
 	}
-	if addrs = splitList(f.addrs); len(addrs) > 0 {
-		return addrs, token, nil
+	tlsFiles := api.ClusterTLS{CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile}
+	if tlsFiles.CAFile == "" {
+		tlsFiles.CAFile = os.Getenv(envCAFile)
 	}
-	if addrs = splitList([]string{os.Getenv(envAddr)}); len(addrs) > 0 {
-		return addrs, token, nil
+	if cc.Addrs = splitList(f.addrs); len(cc.Addrs) == 0 {
+		cc.Addrs = splitList([]string{os.Getenv(envAddr)})
 	}
-	cf, err := api.LoadClusterFile(devClusterFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", usageError{fmt.Errorf("no API address: give --addr host:port (several comma-separated for failover), set %s, or run from the directory where `strata dev` wrote %s", envAddr, devClusterFile)}
+	if len(cc.Addrs) == 0 {
+		cf, err := api.LoadClusterFile(devClusterFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return cc, usageError{fmt.Errorf("no API address: give --addr host:port (several comma-separated for failover), set %s, or run from the directory where `strata dev` wrote %s", envAddr, devClusterFile)}
+		}
+		if err != nil {
+			return cc, err
+		}
+		if cc.Token == "" {
+			cc.Token = cf.Token
+		}
+		if tlsFiles.CAFile == "" && cf.TLS != nil {
+			tlsFiles = *cf.TLS
+		}
+		cc.Addrs = cf.APIAddrs()
 	}
-	if err != nil {
-		return nil, "", err
+	if tlsFiles.CAFile != "" {
+		c, err := api.ClientTLS(tlsFiles.CAFile, tlsFiles.CertFile, tlsFiles.KeyFile)
+		if err != nil {
+			return cc, usageError{err}
+		}
+		cc.TLS = c
 	}
-	if token == "" {
-		token = cf.Token
-	}
-	return cf.APIAddrs(), token, nil
+	return cc, nil
 }
 
 func (f *clientFlags) readOptions() api.ReadOptions {

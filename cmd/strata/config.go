@@ -58,6 +58,13 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.Duration("wal_compact_interval", d.WALCompactInterval, "time between two NodeWAL compaction rounds")
 	fs.Uint64("snapshot_threshold", d.SnapshotThreshold, "Raft entries since the last snapshot that make the next check take one")
 	fs.Duration("snapshot_interval", d.SnapshotInterval, "how often Raft checks whether to snapshot the ledger")
+	fs.String("tls.ca_file", "", "cluster CA (PEM): with tls.cert_file and tls.key_file, TLS on the API and node-to-node, mutual TLS on Raft")
+	fs.String("tls.cert_file", "", "this node's certificate (strata tls cert create)")
+	fs.String("tls.key_file", "", "this node's private key")
+	fs.String("gossip_key", "", "gossip encryption key, base64 of 32 bytes (strata keyring generate)")
+	fs.String("gossip_keyring_file", "", "where the node keeps its gossip keyring (default DATA_DIR/gossip.keyring)")
+	fs.Bool("insecure", false, "allow listening beyond loopback without TLS and a gossip key")
+	fs.String("admin_addr", "", "pprof listener, loopback unless TLS is on (default: off)")
 	// --enable-fault-injection and --enable_fault_injection are one flag.
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
@@ -111,6 +118,9 @@ func envKey(k, v string) (string, any) {
 	switch key {
 	case "join", "join_wan":
 		return key, strings.Split(v, ",")
+	}
+	if rest, ok := strings.CutPrefix(key, "tls_"); ok {
+		return "tls." + rest, v // STRATA_TLS_CA_FILE is tls.ca_file
 	}
 	if rest, ok := strings.CutPrefix(key, "backup_"); ok {
 		return "backup." + rest, v // STRATA_BACKUP_DIR is backup.dir

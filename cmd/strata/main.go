@@ -73,6 +73,8 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newBundleCmd(),
 		newHealthCmd(),
+		newTLSCmd(),
+		newKeyringCmd(),
 	)
 	return root
 }

@@ -86,7 +86,13 @@ func (f *workerFlags) config(logOut io.Writer) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, err
 	}
-	c, err := api.New(api.ClientConfig{Addrs: addrs, Token: token})
+	cc := api.ClientConfig{Addrs: addrs, Token: token}
+	if ca := os.Getenv(envCAFile); ca != "" { // a TLS cluster: managers are https
+		if cc.TLS, err = api.ClientTLS(ca, "", ""); err != nil {
+			return worker.Config{}, usageError{err}
+		}
+	}
+	c, err := api.New(cc)
 	if err != nil {
 		return worker.Config{}, usageError{err}
 	}

@@ -300,6 +300,17 @@ type ClusterFile struct {
 	// reads the file, and so the number of workers may change between
 	// runs of one cluster.
 	Workers []ClusterNode `json:"workers,omitempty"`
+	// TLS, when set, says the nodes serve TLS: clients verify them
+	// against CAFile and present the client certificate if one is named.
+	TLS *ClusterTLS `json:"tls,omitempty"`
+}
+
+// ClusterTLS is what a client of a TLS cluster needs: paths of the cluster
+// CA and, optionally, a client certificate and key.
+type ClusterTLS struct {
+	CAFile   string `json:"ca_file"`
+	CertFile string `json:"cert_file,omitempty"`
+	KeyFile  string `json:"key_file,omitempty"`
 }
 
 // ClusterNode is one node (or worker) of a ClusterFile.

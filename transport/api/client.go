@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +64,11 @@ type ClientConfig struct {
 	// response; 0 means DefaultTimeout. The caller's context bounds the
 	// whole call.
 	Timeout time.Duration
+	// TLS, when set, is the client's TLS config (the cluster CA as
+	// RootCAs, a client certificate if the operator has one): addresses
+	// without a scheme are then https://, and the default HTTP client
+	// uses it.
+	TLS *tls.Config
 }
 
 // Client calls the HTTP API v1 of a Strata cluster. It is safe for
@@ -92,8 +98,12 @@ func New(cfg ClientConfig) (*Client, error) {
 		return nil, errors.New("api client: token contains white space")
 	}
 	c := &Client{token: cfg.Token, hc: cfg.HTTPClient, timeout: cfg.Timeout}
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
 	for _, a := range cfg.Addrs {
-		base, err := normalizeAddr(a)
+		base, err := normalizeAddr(a, scheme)
 		if err != nil {
 			return nil, fmt.Errorf("api client: %w", err)
 		}
@@ -103,7 +113,9 @@ func New(cfg ClientConfig) (*Client, error) {
 		c.timeout = DefaultTimeout
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: newTransport()}
+		t := newTransport()
+		t.TLSClientConfig = cfg.TLS
+		c.hc = &http.Client{Transport: t}
 	}
 	return c, nil
 }
@@ -122,12 +134,12 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// normalizeAddr turns "host:port" or "http(s)://host:port[/]" into a base
-// URL without a trailing slash.
-func normalizeAddr(a string) (string, error) {
+// normalizeAddr turns "host:port" (taking scheme) or
+// "http(s)://host:port[/]" into a base URL without a trailing slash.
+func normalizeAddr(a, scheme string) (string, error) {
 	s := strings.TrimSpace(a)
 	if !strings.Contains(s, "://") {
-		s = "http://" + s
+		s = scheme + "://" + s
 	}
 	u, err := url.Parse(s)
 	if err != nil {
