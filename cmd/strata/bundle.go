@@ -127,14 +127,28 @@ func readSmallFile(path string) ([]byte, error) {
 
 // verifyResult is `bundle verify -o json`'s output.
 type verifyResult struct {
-	OK       bool               `json:"ok"`
-	File     string             `json:"file"`
-	Format   string             `json:"format"` // bundle or ndjson
-	Manifest any                `json:"manifest,omitempty"`
-	Entries  uint64             `json:"entries"`
-	Signers  []string           `json:"signers,omitempty"`
-	Trusted  bool               `json:"trusted"`
-	Error    *verifyResultError `json:"error,omitempty"`
+	OK       bool     `json:"ok"`
+	File     string   `json:"file"`
+	Format   string   `json:"format"` // bundle or ndjson
+	Manifest any      `json:"manifest,omitempty"`
+	Entries  uint64   `json:"entries"`
+	Signers  []string `json:"signers,omitempty"`
+	Trusted  bool     `json:"trusted"`
+	// Version is the bundle's format version; Start, when set, where a
+	// bundle that starts mid-chain starts (its first previous link,
+	// taken as given); Checkpoints and CheckpointsSigned how many
+	// checkpoints verified.
+	Version           int                `json:"version,omitempty"`
+	Start             *startPoint        `json:"start,omitempty"`
+	Checkpoints       uint64             `json:"checkpoints"`
+	CheckpointsSigned uint64             `json:"checkpoints_signed"`
+	Error             *verifyResultError `json:"error,omitempty"`
+}
+
+// startPoint is where a mid-chain bundle starts.
+type startPoint struct {
+	Seq  uint64 `json:"seq"`
+	Link string `json:"link"`
 }
 
 type verifyResultError struct {
@@ -217,6 +231,10 @@ func verifyFile(path string, pub ed25519.PublicKey) (*verifyResult, error) {
 	}
 	rep, err := bundle.Verify(r, bundle.VerifyConfig{PublicKey: pub})
 	res.Entries, res.Signers, res.Trusted = rep.Entries, rep.Signers, rep.Trusted
+	res.Version, res.Checkpoints, res.CheckpointsSigned = rep.Version, rep.Checkpoints, rep.CheckpointsSigned
+	if rep.Start.Seq > 0 {
+		res.Start = &startPoint{Seq: rep.Start.Seq, Link: rep.Start.Link.String()}
+	}
 	if rep.Manifest.Format != "" {
 		res.Manifest = rep.Manifest
 	}
@@ -242,22 +260,55 @@ func printVerify(w io.Writer, res *verifyResult, output string) error {
 	case bundle.Manifest:
 		t.row("tenant", orDash(m.Tenant))
 		t.row("bundle id", m.BundleID)
+		t.row("format version", m.Version)
 		t.row("entries", m.Count)
+		t.row("start", startText(res))
 		t.row("chain head", fmt.Sprintf("seq %d link %s", m.ChainHead.Seq, m.ChainHead.Link))
 		t.row("hlc", fmt.Sprintf("%s .. %s", m.FirstHLC, m.LastHLC))
+		if m.Range != nil {
+			t.row("exported range", fmt.Sprintf("%s .. %s (inclusive)", m.Range.From, m.Range.To))
+		}
 		t.row("created", fmt.Sprintf("%s by %s", m.CreatedAt, orDash(m.CreatedBy)))
 		t.row("entries sha256", m.EntriesSHA256)
+		t.row("checkpoints", checkpointsText(res))
 		t.row("signature", signatureText(res))
 	case bundle.NDJSONManifest:
 		t.row("tenant", orDash(m.Tenant))
 		t.row("bundle id", m.BundleID)
 		t.row("lines", m.Count)
+		if m.Start.Seq > 0 {
+			t.row("start", fmt.Sprintf("mid-chain, after seq %d (link %s): taken as given", m.Start.Seq, m.Start.Link))
+		}
+		if m.Range != nil {
+			t.row("range", fmt.Sprintf("%s .. %s (inclusive): only the events in it, seqs may have gaps", m.Range.From, m.Range.To))
+		}
 		t.row("chain head", fmt.Sprintf("seq %d link %s", m.ChainHead.Seq, m.ChainHead.Link))
 		t.row("hlc", fmt.Sprintf("%s .. %s", m.FirstHLC, m.LastHLC))
 		t.row("sha256", m.SHA256)
 		t.row("signature", "none (NDJSON is not signed)")
 	}
 	return t.flush()
+}
+
+func startText(res *verifyResult) string {
+	if res.Start == nil {
+		return "genesis"
+	}
+	return fmt.Sprintf("mid-chain, after seq %d (link %s): the first previous link is taken as given", res.Start.Seq, res.Start.Link)
+}
+
+func checkpointsText(res *verifyResult) string {
+	switch {
+	case res.Version < 2:
+		return "none (a version 1 bundle has none)"
+	case res.Checkpoints == 0:
+		return "none (no complete batch of 1000 entries)"
+	case res.CheckpointsSigned == 0:
+		return fmt.Sprintf("%d verified (roots, links, counts), unsigned", res.Checkpoints)
+	case res.Trusted:
+		return fmt.Sprintf("%d verified (roots, links, counts), %d signed by the trusted key", res.Checkpoints, res.CheckpointsSigned)
+	}
+	return fmt.Sprintf("%d verified (roots, links, counts), %d signed by the key the bundle carries", res.Checkpoints, res.CheckpointsSigned)
 }
 
 func signatureText(res *verifyResult) string {
@@ -351,8 +402,8 @@ func newBundleMergeCmd() *cobra.Command {
 				return fmt.Errorf("merge: %w", err)
 			}
 			m := res.Manifest
-			fmt.Fprintf(cmd.OutOrStdout(), "merged %d bundles of tenant %q: %d entries read, %d duplicates dropped, %d written to %s (head seq %d link %s)\n",
-				res.Inputs, m.Tenant, res.Read, res.Duplicates, m.Count, out, m.ChainHead.Seq, m.ChainHead.Link)
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %d bundles of tenant %q: %d entries read, %d duplicates dropped, %d written to %s (head seq %d link %s); the inputs' checkpoints dropped, %d recomputed over the merged chain\n",
+				res.Inputs, m.Tenant, res.Read, res.Duplicates, m.Count, out, m.ChainHead.Seq, m.ChainHead.Link, m.Checkpoints)
 			return nil
 		},
 	}
