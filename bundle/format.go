@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -222,4 +225,51 @@ func deriveID(tenant string, entries fsm.Hash) string {
 	b = append(b, entries[:]...)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
+}
+
+// ParseRange reads an export's HLC range from its two bounds (GET
+// /v1/export's from_hlc and to_hlc), either of which may be empty (no
+// bound; both empty: nil, the whole chain). A bound is an HLC,
+// "wall:logical:node", or a bare wall clock in ms: as from_hlc W means
+// W:0:0, as to_hlc W:4294967295:4294967295, so both ends of the
+// millisecond are in the range. The range is inclusive; from after to is
+// an error.
+func ParseRange(from, to string) (*Range, error) {
+	if from == "" && to == "" {
+		return nil, nil
+	}
+	r := &Range{To: hlc.Timestamp{WallMs: math.MaxInt64, Logical: math.MaxUint32, Node: math.MaxUint32}}
+	var err error
+	if from != "" {
+		if r.From, err = parseBound(from, false); err != nil {
+			return nil, fmt.Errorf("from_hlc %.40q: %w", from, err)
+		}
+	}
+	if to != "" {
+		if r.To, err = parseBound(to, true); err != nil {
+			return nil, fmt.Errorf("to_hlc %.40q: %w", to, err)
+		}
+	}
+	if r.To.Less(r.From) {
+		return nil, fmt.Errorf("from_hlc %s is after to_hlc %s", r.From, r.To)
+	}
+	return r, nil
+}
+
+func parseBound(s string, upper bool) (hlc.Timestamp, error) {
+	if strings.Contains(s, ":") {
+		t, err := hlc.Parse(s)
+		if err != nil {
+			return t, errors.New("want wall:logical:node (e.g. 1700000000000:0:1) or a wall clock in ms")
+		}
+		return t, nil
+	}
+	w, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || w < 0 {
+		return hlc.Timestamp{}, errors.New("want wall:logical:node (e.g. 1700000000000:0:1) or a wall clock in ms")
+	}
+	if upper {
+		return hlc.Timestamp{WallMs: w, Logical: math.MaxUint32, Node: math.MaxUint32}, nil
+	}
+	return hlc.Timestamp{WallMs: w}, nil
 }

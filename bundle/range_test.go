@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
 )
 
 // midChain writes chain[from:to] as a bundle that starts mid-chain, as
@@ -192,3 +193,47 @@ func TestMerge_RecomputesCheckpoints(t *testing.T) {
 		t.Fatalf("merged: %+v %+v %v", rep, res, err)
 	}
 }
+
+func TestParseRange(t *testing.T) {
+	max32 := ^uint32(0)
+	for _, tc := range []struct {
+		from, to string
+		want     *Range
+		ok       bool
+	}{
+		{"", "", nil, true},
+		{"1700000000000:0:1", "1700000000005:2:3", &Range{From: hlcTS(1700000000000, 0, 1), To: hlcTS(1700000000005, 2, 3)}, true},
+		{"100", "100", &Range{From: hlcTS(100, 0, 0), To: hlcTS(100, max32, max32)}, true},
+		{"5", "4", nil, false},
+		{"x", "", nil, false},
+		{"", "1:2", nil, false},
+		{"-1", "", nil, false},
+		{"01:0:0", "", nil, false},
+	} {
+		got, err := ParseRange(tc.from, tc.to)
+		if (err == nil) != tc.ok || (tc.ok && tc.want != nil && *got != *tc.want) || (tc.ok && tc.want == nil && got != nil) {
+			t.Errorf("ParseRange(%q, %q) = %+v, %v", tc.from, tc.to, got, err)
+		}
+	}
+	if r, _ := ParseRange("7", ""); r.From != hlcTS(7, 0, 0) || !r.Contains(hlcTS(1<<62, 0, 0)) {
+		t.Errorf("open end: %+v", r)
+	}
+}
+
+// FuzzParseRange: ParseRange never panics; a range it accepts is
+// ordered and contains both its ends.
+func FuzzParseRange(f *testing.F) {
+	f.Add("1700000000000:0:1", "1700000000005")
+	f.Add("", "9")
+	f.Fuzz(func(t *testing.T, from, to string) {
+		r, err := ParseRange(from, to)
+		if err != nil || r == nil {
+			return
+		}
+		if r.To.Less(r.From) || !r.Contains(r.From) || !r.Contains(r.To) {
+			t.Fatalf("accepted %+v", r)
+		}
+	})
+}
+
+func hlcTS(w int64, l, n uint32) hlc.Timestamp { return hlc.Timestamp{WallMs: w, Logical: l, Node: n} }

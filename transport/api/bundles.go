@@ -35,12 +35,25 @@ type ImportResponse struct {
 // answers; it returns the bytes written. A cut stream is an error (and a
 // bundle cut short does not verify).
 func (c *Client) Export(ctx context.Context, tenant, format string, dst io.Writer) (int64, error) {
+	return c.ExportRange(ctx, tenant, format, "", "", dst)
+}
+
+// ExportRange is Export of the HLC range fromHLC..toHLC (inclusive;
+// either may be empty: no bound), as GET /v1/export's from_hlc and
+// to_hlc take them (bundle.ParseRange).
+func (c *Client) ExportRange(ctx context.Context, tenant, format, fromHLC, toHLC string, dst io.Writer) (int64, error) {
 	if err := checkID("tenant", tenant); err != nil {
 		return 0, err
 	}
 	q := url.Values{"tenant": {tenant}}
 	if format != "" {
 		q.Set("format", format)
+	}
+	if fromHLC != "" {
+		q.Set("from_hlc", fromHLC)
+	}
+	if toHLC != "" {
+		q.Set("to_hlc", toHLC)
 	}
 	resp, err := c.stream(ctx, http.MethodGet, "/v1/export?"+q.Encode(), nil)
 	if err != nil {
