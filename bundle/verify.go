@@ -101,7 +101,8 @@ type verifier struct {
 	entry    Entry
 	manifest bool // the manifest was read: the next frame is the seal
 	batch    batcher
-	want     *Checkpoint // the checkpoint the next frame must be
+	want     Checkpoint // the checkpoint the next frame must be, if pending
+	pending  bool
 	cps      hash.Hash
 	unsigned []pendingSig // checkpoint signatures checked once the seal gives the keys
 }
@@ -135,7 +136,7 @@ func (v *verifier) run() error {
 		if err != nil {
 			return err
 		}
-		if v.want != nil && kind != kindCheckpoint {
+		if v.pending && kind != kindCheckpoint {
 			return &BreakError{Part: PartCheckpoint, Index: int(v.rep.Checkpoints), Seq: v.want.LastSeq, Field: "missing",
 				Reason: fmt.Sprintf("no checkpoint after the entry of seq %d, which completes the batch %d..%d", v.want.LastSeq, v.want.FirstSeq, v.want.LastSeq)}
 		}
@@ -274,7 +275,7 @@ func (v *verifier) verifyEntry(index int, payload []byte) error {
 	v.rep.Head = fsm.ChainHead{Seq: se.Seq, Link: se.Link}
 	v.rep.Entries++
 	if cp, ok := v.batch.add(se.Seq, prev, se.Link); ok && v.rep.Version >= 2 {
-		v.want = &cp
+		v.want, v.pending = cp, true
 	}
 	if v.cfg.OnEntry != nil {
 		v.entry.Index, v.entry.Prev, v.entry.Stored = index, prev, se
@@ -398,11 +399,11 @@ func (v *verifier) verifyCheckpoint(payload []byte) error {
 	broken := func(seq uint64, field, reason string) error {
 		return &BreakError{Part: PartCheckpoint, Index: index, Seq: seq, Field: field, Reason: reason}
 	}
-	want := v.want
-	if want == nil {
+	if !v.pending {
 		return broken(0, "unexpected", fmt.Sprintf("a checkpoint after the entry of seq %d, which completes no batch in the bundle", v.rep.Head.Seq))
 	}
-	v.want = nil
+	v.pending = false
+	want := &v.want
 	sc, err := DecodeCheckpoint(payload)
 	if err != nil {
 		return broken(want.LastSeq, "json", err.Error())

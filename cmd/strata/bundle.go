@@ -370,7 +370,8 @@ func writeAtomically(out string, write func(w io.Writer) error) error {
 }
 
 func newBundleMergeCmd() *cobra.Command {
-	var out, sign, pubkey, createdBy string
+	var out, sign, pubkey, createdBy, tempDir string
+	var runEntries int
 	cmd := &cobra.Command{
 		Use:   "merge A B ... -o OUT",
 		Short: "Merge bundles of one tenant by HLC total order into one (duplicates dropped, a body conflict refused); the output depends only on the set of inputs",
@@ -395,15 +396,16 @@ func newBundleMergeCmd() *cobra.Command {
 			var res bundle.MergeResult
 			err = writeAtomically(out, func(w io.Writer) error {
 				var err error
-				res, err = bundle.Merge(w, srcs, bundle.MergeConfig{CreatedBy: createdBy, Signer: signer, PublicKey: pub})
+				res, err = bundle.Merge(w, srcs, bundle.MergeConfig{CreatedBy: createdBy, Signer: signer, PublicKey: pub,
+					RunEntries: runEntries, NewRunFile: tempRunFiles(tempDir)})
 				return err
 			})
 			if err != nil {
 				return fmt.Errorf("merge: %w", err)
 			}
 			m := res.Manifest
-			fmt.Fprintf(cmd.OutOrStdout(), "merged %d bundles of tenant %q: %d entries read, %d duplicates dropped, %d written to %s (head seq %d link %s); the inputs' checkpoints dropped, %d recomputed over the merged chain\n",
-				res.Inputs, m.Tenant, res.Read, res.Duplicates, m.Count, out, m.ChainHead.Seq, m.ChainHead.Link, m.Checkpoints)
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %d bundles of tenant %q: %d entries read, %d duplicates dropped, %d written to %s (head seq %d link %s); the inputs' checkpoints dropped, %d recomputed over the merged chain%s\n",
+				res.Inputs, m.Tenant, res.Read, res.Duplicates, m.Count, out, m.ChainHead.Seq, m.ChainHead.Link, m.Checkpoints, runsText(res.Runs))
 			return nil
 		},
 	}
@@ -411,7 +413,32 @@ func newBundleMergeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&sign, "sign", "", "private key file (PEM or base64) to sign the merged bundle with")
 	cmd.Flags().StringVar(&pubkey, "pubkey", "", "public key file that must have signed every input")
 	cmd.Flags().StringVar(&createdBy, "created-by", "", "the merged manifest's created_by (default "+bundle.DefaultMergeCreatedBy+")")
+	cmd.Flags().IntVar(&runEntries, "run-entries", bundle.DefaultMergeRunEntries,
+		"entries sorted in memory (112 bytes each); past it the merge sorts runs in temporary files (same output)")
+	cmd.Flags().StringVar(&tempDir, "temp-dir", "", "directory of an external merge's temporary files (default: the system's)")
 	return cmd
+}
+
+// runFile is a merge's run file, removed when closed.
+type runFile struct{ *os.File }
+
+func (f runFile) Close() error {
+	err := f.File.Close()
+	if rerr := os.Remove(f.Name()); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// tempRunFiles makes an external merge's run files in dir.
+func tempRunFiles(dir string) func() (bundle.RunFile, error) {
+	return func() (bundle.RunFile, error) {
+		f, err := os.CreateTemp(dir, "strata-merge-*.run")
+		if err != nil {
+			return nil, err
+		}
+		return runFile{f}, nil
+	}
 }
 
 func newBundleNDJSONCmd() *cobra.Command {
@@ -451,4 +478,11 @@ func newBundleNDJSONCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write the NDJSON to, - for stdout")
 	cmd.Flags().StringVar(&pubkey, "pubkey", "", "public key file that must have signed the bundle")
 	return cmd
+}
+
+func runsText(runs int) string {
+	if runs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; sorted on disk in %d runs", runs)
 }

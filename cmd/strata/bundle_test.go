@@ -202,6 +202,17 @@ func TestBundleMerge_OrderIndependentAndRefusesConflicts(t *testing.T) {
 	if !bytes.Equal(must(os.ReadFile("ab.bundle")), must(os.ReadFile("ba.bundle"))) {
 		t.Fatal("merging b, a gave other bytes than a, b")
 	}
+	// The external merge (runs of 16 entries in --temp-dir) writes the
+	// same bytes and leaves no file behind.
+	tmp := t.TempDir()
+	out, errOut, code = runCLI(t, "", "bundle", "merge", "a.bundle", "b.bundle", "-o", "ext.bundle", "--run-entries", "16", "--temp-dir", tmp)
+	wantCode(t, code, exitOK, errOut)
+	if !bytes.Equal(must(os.ReadFile("ab.bundle")), must(os.ReadFile("ext.bundle"))) || !strings.Contains(out, "sorted on disk") {
+		t.Fatalf("the external merge gave other bytes: %s", out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("%d temporary files left", len(left))
+	}
 	_, errOut, code = runCLI(t, "", "bundle", "verify", "ab.bundle")
 	wantCode(t, code, exitOK, errOut)
 
