@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"net/url"
 	"os"
@@ -73,6 +75,33 @@ func TestBundle_ExportCheckpointsAndHLCRange(t *testing.T) {
 		if !bytes.Contains(exp.body, b) {
 			t.Fatalf("the export does not hold the checkpoint %d..%d the API serves", cp.FirstSeq, cp.LastSeq)
 		}
+	}
+
+	// POST /v1/import?verify_only=true checks the checkpoints: one whose
+	// root was changed (its CRC recomputed) is refused, named.
+	tampered := bytes.Clone(exp.body)
+	i := bytes.Index(tampered, []byte(`{"tenant":"acme","first_seq":1001,`))
+	if i < 5 {
+		t.Fatal("no second checkpoint in the export")
+	}
+	n := int(binary.LittleEndian.Uint32(tampered[i-4:]))
+	j := i + bytes.Index(tampered[i:], []byte(`"root":"`)) + len(`"root":"`)
+	if tampered[j] == '0' {
+		tampered[j] = '1'
+	} else {
+		tampered[j] = '0'
+	}
+	binary.LittleEndian.PutUint32(tampered[i+n:], crc32.Checksum(tampered[i-5:i+n], crc32.MakeTable(crc32.Castagnoli)))
+	vo := c.call("g1", "POST", "/v1/import?verify_only=true", testAdminToken, tampered)
+	if vo.status != http.StatusBadRequest || !strings.Contains(string(vo.body), `"part":"checkpoint"`) || !strings.Contains(string(vo.body), `"field":"root"`) {
+		t.Fatalf("verify_only of a bundle with a tampered checkpoint: %d %s", vo.status, vo.body)
+	}
+
+	var ok api.ImportResponse
+	if r := c.call("g1", "POST", "/v1/import?verify_only=true", testAdminToken, exp.body); r.status != http.StatusOK {
+		t.Fatalf("verify_only: %d %s", r.status, r.body)
+	} else if r.decode(t, &ok); !ok.Verified || ok.Checkpoints != 2 {
+		t.Fatalf("verify_only: %s", r.body)
 	}
 
 	// A range from entry 700 to entry 2100 (by HLC).

@@ -22,6 +22,9 @@ type ImportResponse struct {
 	// Signers are the key ids that signed the manifest; Trusted is false
 	// here (the API has no trusted key yet: verify offline with --pubkey).
 	Signers []string `json:"signers,omitempty"`
+	// Checkpoints is how many of the bundle's checkpoints verified (root,
+	// links, count, and signature against the keys the bundle carries).
+	Checkpoints uint64 `json:"checkpoints"`
 	// Forced lists the verification failures force skipped.
 	Forced     string `json:"forced,omitempty"`
 	Applied    int    `json:"applied"`
