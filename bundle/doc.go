@@ -42,11 +42,14 @@
 //     manifest's start). Every batch of CheckpointEvents entries wholly
 //     inside it is followed by its checkpoint.
 //
-// Speed (2 shared cores, medians of 5 runs of the benchmarks, 50,000
-// events of ~200-byte bodies): Write ~750k events/s, Verify ~480k
-// events/s (signed), Merge ~270k input events/s; a 1M-event export piped
-// into Verify runs at ~500k events/s with 0.4 MiB of heap growth
-// (TestStream_WriterToVerifyHoldsBoundedMemory).
+// Speed (2 shared cores, 50,000 events of ~200-byte bodies; format 1
+// figures, before checkpoints, in parentheses): Write ~744k events/s
+// (~860k), Verify ~420k events/s signed (~500k), Merge ~196k input
+// events/s in memory and externally alike (~216k); a 1M-event export
+// piped into Verify ran at ~500k events/s with 0.4 MiB of heap growth
+// (format 1, TestStream_WriterToVerifyHoldsBoundedMemory). The export
+// through the API and the external merge's memory: BENCHMARKS.md,
+// "Bundles".
 //
 // Concurrency: a Writer is used by one goroutine; the functions keep no
 // shared state and may run concurrently on different inputs.
