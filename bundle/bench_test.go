@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -80,18 +81,24 @@ func BenchmarkMerge(b *testing.B) {
 	third := len(chain) / 3
 	a := rechained(b, chain[:2*third], testCreated, "a")
 	c := rechained(b, chain[third:], testCreated, "c")
-	b.Run("inputs=2/events=66666", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(a) + len(c)))
-		start := time.Now()
-		var read uint64
-		for b.Loop() {
-			res, err := Merge(io.Discard, sources(a, c), MergeConfig{})
-			if err != nil {
-				b.Fatal(err)
+	// run=0: in memory; run=N: an external merge sorting runs of N
+	// records on disk (66,666 records: 7 runs of 10,000, then 5 of the
+	// kept records).
+	for _, run := range []int{0, 10_000} {
+		b.Run(fmt.Sprintf("inputs=2/events=66666/run=%d", run), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(a) + len(c)))
+			dir := b.TempDir()
+			start := time.Now()
+			var read uint64
+			for b.Loop() {
+				res, err := Merge(io.Discard, sources(a, c), MergeConfig{RunEntries: run, NewRunFile: tempRuns(dir)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				read = res.Read
 			}
-			read = res.Read
-		}
-		reportEvents(b, int(read), start)
-	})
+			reportEvents(b, int(read), start)
+		})
+	}
 }

@@ -177,3 +177,23 @@ func VerifyCheckpoint(sc SignedCheckpoint, pub ed25519.PublicKey) error {
 	}
 	return nil
 }
+
+// DecodeCheckpoint reads a checkpoint frame's JSON strictly (no unknown
+// fields, no trailing data), bounded by MaxCheckpointBytes: a key id and
+// a signature come together or not at all.
+func DecodeCheckpoint(b []byte) (SignedCheckpoint, error) {
+	if len(b) > MaxCheckpointBytes {
+		return SignedCheckpoint{}, fmt.Errorf("checkpoint of %d bytes, over %d", len(b), MaxCheckpointBytes)
+	}
+	var sc SignedCheckpoint
+	if err := decodeStrict(b, &sc); err != nil {
+		return SignedCheckpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	switch {
+	case (sc.KeyID == "") != (len(sc.Signature) == 0):
+		return SignedCheckpoint{}, errors.New("checkpoint: a key id without a signature, or a signature without a key id")
+	case sc.KeyID != "" && len(sc.Signature) != ed25519.SignatureSize:
+		return SignedCheckpoint{}, fmt.Errorf("checkpoint: signature of %d bytes", len(sc.Signature))
+	}
+	return sc, nil
+}

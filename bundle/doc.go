@@ -22,23 +22,34 @@
 //     envelope.
 //
 // Invariants:
-//   - Memory: Writer and Verify hold one entry at a time (at most
-//     MaxEntryBytes) whatever the bundle's length. Merge and WriteNDJSON
-//     sort: they keep a fixed-size index record per entry (mergeRecordBytes,
-//     ndjsonRecordBytes) and re-read each entry from its input by offset,
-//     bounded by MaxSortEntries; VerifyNDJSON keeps 65 bytes per line.
+//   - Memory: Writer and Verify hold one entry and one checkpoint batch's
+//     links (32 KB) at a time, whatever the bundle's length. Merge and
+//     WriteNDJSON sort: they keep a fixed-size index record per entry
+//     (mergeRecordBytes, ndjsonRecordBytes) and re-read each entry from
+//     its input by offset. WriteNDJSON is bounded by MaxSortEntries;
+//     Merge past MergeConfig.RunEntries records sorts runs in files the
+//     caller provides (MergeConfig.NewRunFile) and k-way merges them, so
+//     its memory stays at RunEntries records. VerifyNDJSON keeps 72 bytes
+//     per line.
 //   - Determinism: no clock reads and no randomness here. Creation time
 //     and node are the caller's; a merged bundle's id and time derive from
 //     its inputs, and ed25519 signatures are deterministic, so merging the
 //     same set of bundles gives the same bytes.
-//   - A bundle holds a chain from its genesis: the first entry's previous
-//     link is "genesis" (32 zero bytes on disk), its seq 1.
+//   - A bundle holds a contiguous piece of a chain: from genesis (the
+//     first entry's previous link "genesis", 32 zero bytes on disk, seq
+//     1), or, in format version 2, from any point (an HLC-range export:
+//     the first previous link is taken as given and named in the
+//     manifest's start). Every batch of CheckpointEvents entries wholly
+//     inside it is followed by its checkpoint.
 //
-// Speed (2 shared cores, medians of 5 runs of the benchmarks, 50,000
-// events of ~200-byte bodies): Write ~750k events/s, Verify ~480k
-// events/s (signed), Merge ~270k input events/s; a 1M-event export piped
-// into Verify runs at ~500k events/s with 0.4 MiB of heap growth
-// (TestStream_WriterToVerifyHoldsBoundedMemory).
+// Speed (2 shared cores, 50,000 events of ~200-byte bodies; format 1
+// figures, before checkpoints, in parentheses): Write ~744k events/s
+// (~860k), Verify ~420k events/s signed (~500k), Merge ~196k input
+// events/s in memory and externally alike (~216k); a 1M-event export
+// piped into Verify ran at ~500k events/s with 0.4 MiB of heap growth
+// (format 1, TestStream_WriterToVerifyHoldsBoundedMemory). The export
+// through the API and the external merge's memory: BENCHMARKS.md,
+// "Bundles".
 //
 // Concurrency: a Writer is used by one goroutine; the functions keep no
 // shared state and may run concurrently on different inputs.

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -19,8 +22,13 @@ const (
 	// Magic opens every bundle file.
 	Magic = "STRATAB\x00"
 	// Version is the container version byte after Magic, and the
-	// manifest's "version".
-	Version = 1
+	// manifest's "version", of the bundles written now. Version 2 added
+	// checkpoint frames, a chain that may start mid-chain (the manifest's
+	// "start") and the export's HLC range.
+	Version = 2
+	// MinVersion is the oldest version Verify reads (version 1: no
+	// checkpoints, always from genesis).
+	MinVersion = 1
 	// FormatName is the manifest's "format" of a binary bundle.
 	FormatName = "strata-bundle"
 	// PayloadType is the DSSE payload type of the seal: its payload is
@@ -35,7 +43,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 const (
 	kindEntry    byte = 'E'
 	kindManifest byte = 'M'
-	kindSeal     byte = 'S'
+	// kindCheckpoint (version 2) follows the entry that completes a batch
+	// of CheckpointEvents entries wholly inside the bundle.
+	kindCheckpoint byte = 'C'
+	kindSeal       byte = 'S'
 )
 
 // Limits, checked before allocating.
@@ -54,10 +65,13 @@ const (
 	MaxManifestBytes = 16 << 10
 	// MaxEnvelopeBytes bounds the seal's envelope JSON.
 	MaxEnvelopeBytes = 16 << 10
+	// MaxCheckpointBytes bounds a checkpoint frame's JSON.
+	MaxCheckpointBytes = 1 << 10
 	// MaxSignatures bounds the signatures of one envelope.
 	MaxSignatures = 8
-	// MaxSortEntries bounds the entries Merge and WriteNDJSON sort (their
-	// index is in memory) and the lines VerifyNDJSON checks.
+	// MaxSortEntries bounds the entries WriteNDJSON sorts (its index is
+	// in memory) and the lines VerifyNDJSON checks. Merge is not bounded
+	// by it: past MergeConfig.RunEntries it sorts in runs on disk.
 	MaxSortEntries = 4_000_000
 )
 
@@ -80,12 +94,13 @@ var (
 
 // Parts of a bundle a BreakError names.
 const (
-	PartHeader    = "header"
-	PartEntry     = "entry"
-	PartManifest  = "manifest"
-	PartSignature = "signature"
-	PartFile      = "file"
-	PartLine      = "line" // NDJSON
+	PartHeader     = "header"
+	PartEntry      = "entry"
+	PartManifest   = "manifest"
+	PartSignature  = "signature"
+	PartCheckpoint = "checkpoint"
+	PartFile       = "file"
+	PartLine       = "line" // NDJSON
 )
 
 // BreakError names the first thing of a bundle that does not verify.
@@ -93,8 +108,8 @@ const (
 type BreakError struct {
 	// Part is one of the Part constants.
 	Part string
-	// Index is the entry's (or line's) position from 0; -1 when the
-	// break is not in an entry.
+	// Index is the entry's (or line's, or checkpoint's) position from 0;
+	// -1 when the break is not in one.
 	Index int
 	// Seq and EventID are the entry's as stored, when it decoded.
 	Seq     uint64
@@ -163,7 +178,34 @@ type Manifest struct {
 	LastHLC       hlc.Timestamp `json:"last_hlc"`
 	ChainHead     Head          `json:"chain_head"`
 	EntriesSHA256 fsm.Hash      `json:"entries_sha256"`
+
+	// Version 2 fields, omitted when zero (so a version-1 manifest never
+	// has them).
+
+	// Start is the chain position before the first entry: seq and link
+	// of the entry the bundle does not hold (zero, omitted: genesis).
+	Start Head `json:"start,omitzero"`
+	// Checkpoints is how many checkpoint frames the bundle holds, and
+	// CheckpointsSHA256 the SHA-256 over them, byte for byte (omitted
+	// when there are none).
+	Checkpoints       uint64   `json:"checkpoints,omitzero"`
+	CheckpointsSHA256 fsm.Hash `json:"checkpoints_sha256,omitzero"`
+	// Range is the HLC range an export was asked for (nil: the whole
+	// chain). The entries are the contiguous sub-chain from the first to
+	// the last entry whose HLC is in it, so the first and the last entry
+	// are in it; entries between may not be (late events).
+	Range *Range `json:"range,omitempty"`
 }
+
+// Range is an inclusive range of HLCs (total order: wall, logical,
+// node).
+type Range struct {
+	From hlc.Timestamp `json:"from_hlc"`
+	To   hlc.Timestamp `json:"to_hlc"`
+}
+
+// Contains reports whether t is in r.
+func (r *Range) Contains(t hlc.Timestamp) bool { return !t.Less(r.From) && !r.To.Less(t) }
 
 // Created parses CreatedAt.
 func (m *Manifest) Created() (time.Time, error) {
@@ -183,4 +225,51 @@ func deriveID(tenant string, entries fsm.Hash) string {
 	b = append(b, entries[:]...)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
+}
+
+// ParseRange reads an export's HLC range from its two bounds (GET
+// /v1/export's from_hlc and to_hlc), either of which may be empty (no
+// bound; both empty: nil, the whole chain). A bound is an HLC,
+// "wall:logical:node", or a bare wall clock in ms: as from_hlc W means
+// W:0:0, as to_hlc W:4294967295:4294967295, so both ends of the
+// millisecond are in the range. The range is inclusive; from after to is
+// an error.
+func ParseRange(from, to string) (*Range, error) {
+	if from == "" && to == "" {
+		return nil, nil
+	}
+	r := &Range{To: hlc.Timestamp{WallMs: math.MaxInt64, Logical: math.MaxUint32, Node: math.MaxUint32}}
+	var err error
+	if from != "" {
+		if r.From, err = parseBound(from, false); err != nil {
+			return nil, fmt.Errorf("from_hlc %.40q: %w", from, err)
+		}
+	}
+	if to != "" {
+		if r.To, err = parseBound(to, true); err != nil {
+			return nil, fmt.Errorf("to_hlc %.40q: %w", to, err)
+		}
+	}
+	if r.To.Less(r.From) {
+		return nil, fmt.Errorf("from_hlc %s is after to_hlc %s", r.From, r.To)
+	}
+	return r, nil
+}
+
+func parseBound(s string, upper bool) (hlc.Timestamp, error) {
+	if strings.Contains(s, ":") {
+		t, err := hlc.Parse(s)
+		if err != nil {
+			return t, errors.New("want wall:logical:node (e.g. 1700000000000:0:1) or a wall clock in ms")
+		}
+		return t, nil
+	}
+	w, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || w < 0 {
+		return hlc.Timestamp{}, errors.New("want wall:logical:node (e.g. 1700000000000:0:1) or a wall clock in ms")
+	}
+	if upper {
+		return hlc.Timestamp{WallMs: w, Logical: math.MaxUint32, Node: math.MaxUint32}, nil
+	}
+	return hlc.Timestamp{WallMs: w}, nil
 }

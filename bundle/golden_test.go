@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"bytes"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -28,6 +30,67 @@ func goldenBundle(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// goldenBatch is FORMAT.md's checkpoint example: CheckpointEvents
+// cancellations (ids 1.., HLC wall 1700000000000+i) of tenant acme,
+// signed with testKey, so the bundle holds one checkpoint frame.
+func goldenBatch(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, WriterConfig{Tenant: "acme", CreatedAt: testCreated, CreatedBy: "use1-gate1", Rechain: true, Signer: testKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range CheckpointEvents {
+		e := fsmtest.NewEvent(fsmtest.ID(uint64(i+1)), "use1-1700000000000-gate1-00001", "acme", "use1", "gate1",
+			fsmtest.TS(1_700_000_000_000+int64(i), 0, 1), 2, &fsm.JobCancellationRequested{Reason: "stop", Requestor: "alice"})
+		if err := w.Append(&fsm.StoredEvent{Event: e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestGolden_CheckpointFrame: FORMAT.md's checkpoint example is the
+// frame the Writer writes after the entry that completes a batch.
+func TestGolden_CheckpointFrame(t *testing.T) {
+	b := goldenBatch(t)
+	fs := frames(t, b)
+	if len(fs) != CheckpointEvents+3 || fs[CheckpointEvents].kind != kindCheckpoint {
+		t.Fatalf("%d frames", len(fs))
+	}
+	checkJSONFrame(t, b, fs[CheckpointEvents], "checkpoint")
+	rep, err := Verify(bytes.NewReader(b), VerifyConfig{PublicKey: testKey().Public().(ed25519PublicKey)})
+	if err != nil || rep.Checkpoints != 1 || rep.CheckpointsSigned != 1 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+// TestGolden_Version1StillVerifies: bundles written before version 2
+// (no checkpoints; testdata, written by the version 1 Writer) verify.
+func TestGolden_Version1StillVerifies(t *testing.T) {
+	for _, name := range []string{"testdata/v1-golden.bundle", "testdata/v1-chain.bundle"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Verify(bytes.NewReader(b), VerifyConfig{PublicKey: testKey().Public().(ed25519PublicKey)})
+		if err != nil || rep.Version != 1 || rep.Manifest.Version != 1 || rep.Entries == 0 || !rep.Trusted {
+			t.Fatalf("%s: %+v %v", name, rep, err)
+		}
+		// A version 1 bundle may hold no checkpoint frame.
+		fs := frames(t, b)
+		m := fs[len(fs)-2]
+		withCP := append(append(bytes.Clone(b[:m.off]), appendFrame(nil, kindCheckpoint, []byte("{}"))...), b[m.off:]...)
+		var be *BreakError
+		if _, err := Verify(bytes.NewReader(withCP), VerifyConfig{}); !errors.As(err, &be) || be.Field != "frame" {
+			t.Fatalf("%s with a checkpoint frame: %v", name, err)
+		}
+	}
 }
 
 // TestGolden_FormatDocumentMatchesTheCode: FORMAT.md's example bytes are
@@ -84,4 +147,7 @@ func TestGolden_Dump(t *testing.T) {
 	var nd bytes.Buffer
 	WriteNDJSON(&nd, Source{Name: "golden", R: bytes.NewReader(b), Size: int64(len(b))}, nil)
 	t.Logf("\n%s", nd.String())
+	b = goldenBatch(t)
+	s := frames(t, b)[CheckpointEvents]
+	t.Logf("checkpoint\n% x | % x\n%s", b[s.off:s.off+5], b[s.off+s.size-4:s.off+s.size], b[s.off+5:s.off+s.size-4])
 }

@@ -3,6 +3,7 @@ package bundle
 import (
 	"bytes"
 	"crypto/ed25519"
+	"os"
 	"testing"
 	"time"
 
@@ -107,4 +108,24 @@ func writeBundle(t testing.TB, chain []*fsm.StoredEvent, signer ed25519.PrivateK
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// removeOnClose is a run file removed when closed.
+type removeOnClose struct{ *os.File }
+
+func (f removeOnClose) Close() error {
+	err := f.File.Close()
+	os.Remove(f.Name())
+	return err
+}
+
+// tempRuns makes the run files of an external merge in dir.
+func tempRuns(dir string) func() (RunFile, error) {
+	return func() (RunFile, error) {
+		f, err := os.CreateTemp(dir, "merge-*.run")
+		if err != nil {
+			return nil, err
+		}
+		return removeOnClose{f}, nil
+	}
 }

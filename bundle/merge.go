@@ -34,10 +34,15 @@ type MergeConfig struct {
 	Signer ed25519.PrivateKey
 	// PublicKey, if set, must have signed every input.
 	PublicKey ed25519.PublicKey
-	// MaxEntries bounds the entries of all inputs together (the index is
-	// in memory, mergeRecordBytes each); default and at most
-	// MaxSortEntries.
-	MaxEntries int
+	// RunEntries is how many index records (mergeRecordBytes each) the
+	// merge sorts in memory; past it, it sorts them in runs written to
+	// files from NewRunFile and merges the runs (same output). Default
+	// DefaultMergeRunEntries.
+	RunEntries int
+	// NewRunFile makes a temporary file for one run (the CLI: a file in
+	// the temporary directory, removed on Close). Without it a merge of
+	// more than RunEntries entries fails with ErrLimit.
+	NewRunFile func() (RunFile, error)
 }
 
 // MergeResult says what Merge did.
@@ -48,6 +53,9 @@ type MergeResult struct {
 	// were dropped as a repeat of an event id with the same body.
 	Read       uint64
 	Duplicates uint64
+	// Runs is how many sorted runs went to temporary files (0: the merge
+	// was in memory).
+	Runs int
 }
 
 // mergeRecord indexes one input entry: its order key, body and content
@@ -78,28 +86,39 @@ const mergeRecordBytes = 16 + 16 + 32 + 32 + 8 + 4 + 4
 // is the latest input's, its bundle id is derived from the entries, and
 // the order of inputs does not matter.
 //
-// Memory: mergeRecordBytes (112) per input entry, plus one entry; at
-// most MaxEntries entries (4M: about 450 MB of index). Entries are read
-// again from their inputs by offset, so no input is held whole.
+// Memory: mergeRecordBytes (112) per input entry up to RunEntries, plus
+// one entry; past RunEntries the index goes to sorted runs on disk
+// (runRecordBytes each) and memory stays at RunEntries records plus a
+// read buffer per run. Entries are read again from their inputs by
+// offset, so no input is held whole. The inputs' checkpoints are verified
+// with them, then dropped: the output's are recomputed over the merged
+// chain (signed with Signer, if set).
 func Merge(dst io.Writer, srcs []Source, cfg MergeConfig) (MergeResult, error) {
 	if cfg.CreatedBy == "" {
 		cfg.CreatedBy = DefaultMergeCreatedBy
 	}
-	if cfg.MaxEntries <= 0 || cfg.MaxEntries > MaxSortEntries {
-		cfg.MaxEntries = MaxSortEntries
+	if cfg.RunEntries <= 0 {
+		cfg.RunEntries = DefaultMergeRunEntries
 	}
 	if len(srcs) == 0 {
 		return MergeResult{}, fmt.Errorf("bundle: merge: no inputs")
 	}
 	var recs []mergeRecord
+	idRuns := &runs{newFile: cfg.NewRunFile}
+	defer idRuns.close()
+	var read uint64
 	var tenant, tenantFrom string
 	var created time.Time
 	for i, s := range srcs {
 		rep, err := Verify(io.NewSectionReader(s.R, 0, s.Size), VerifyConfig{PublicKey: cfg.PublicKey,
 			OnEntry: func(e *Entry) error {
-				if len(recs) >= cfg.MaxEntries {
-					return fmt.Errorf("%w: more than %d entries to merge", ErrLimit, cfg.MaxEntries)
+				if len(recs) == cfg.RunEntries {
+					if err := idRuns.spill(recs, byID); err != nil {
+						return err
+					}
+					recs = recs[:0]
 				}
+				read++
 				recs = append(recs, mergeRecord{key: e.Stored.Key(), body: e.Stored.BodyHash,
 					content: sha256.Sum256(e.Event), off: e.Offset, size: int32(e.Size), src: int32(i)})
 				return nil
@@ -118,21 +137,69 @@ func Merge(dst io.Writer, srcs []Source, cfg MergeConfig) (MergeResult, error) {
 			created = t
 		}
 	}
-	res := MergeResult{Inputs: len(srcs), Read: uint64(len(recs))}
-	kept, err := dedupe(recs, srcs)
+	res := MergeResult{Inputs: len(srcs), Read: read}
+	// The duplicate rule over the records in byID order: from memory, or
+	// from the runs; the kept records (one per id) are collected in recs
+	// again, spilled in byKey runs when they are over RunEntries.
+	var next func() (mergeRecord, bool, error)
+	if len(idRuns.files) == 0 {
+		slices.SortFunc(recs, byID)
+		next = sliceNext(recs)
+		recs = recs[:0] // the kept records overwrite the ones already read, as dedupe keeps fewer than it reads
+	} else {
+		if err := idRuns.spill(recs, byID); err != nil {
+			return res, err
+		}
+		recs = recs[:0]
+		var err error
+		if next, err = idRuns.merge(byID); err != nil {
+			return res, err
+		}
+	}
+	keyRuns := &runs{newFile: cfg.NewRunFile}
+	defer keyRuns.close()
+	dups, err := dedupeStream(next, func(r mergeRecord) error {
+		if len(recs) == cfg.RunEntries {
+			if err := keyRuns.spill(recs, byKey); err != nil {
+				return err
+			}
+			recs = recs[:0]
+		}
+		recs = append(recs, r)
+		return nil
+	}, srcs)
+	res.Duplicates = dups
+	res.Runs = len(idRuns.files)
 	if err != nil {
 		return res, err
 	}
-	res.Duplicates = uint64(len(recs) - len(kept))
-	slices.SortFunc(kept, func(a, b mergeRecord) int { return a.key.Compare(b.key) })
+	idRuns.close()
+	if len(keyRuns.files) == 0 {
+		slices.SortFunc(recs, byKey)
+		next = sliceNext(recs)
+	} else {
+		if err := keyRuns.spill(recs, byKey); err != nil {
+			return res, err
+		}
+		res.Runs += len(keyRuns.files)
+		if next, err = keyRuns.merge(byKey); err != nil {
+			return res, err
+		}
+	}
 	w, err := NewWriter(dst, WriterConfig{Tenant: tenant, CreatedAt: created, CreatedBy: cfg.CreatedBy,
 		Rechain: true, Signer: cfg.Signer})
 	if err != nil {
 		return res, err
 	}
 	var buf []byte
-	for i := range kept {
-		r := &kept[i]
+	for {
+		r, ok, err := next()
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			break
+		}
 		var se *fsm.StoredEvent
 		if buf, se, err = readEntry(srcs[r.src], r.off, int(r.size), buf); err != nil {
 			return res, err
@@ -146,34 +213,6 @@ func Merge(dst io.Writer, srcs []Source, cfg MergeConfig) (MergeResult, error) {
 	}
 	res.Manifest, err = w.Close()
 	return res, err
-}
-
-// dedupe drops repeated event ids, keeping each id's earliest entry
-// (HLC, then content digest), and refuses an id with two bodies. It
-// reorders recs and returns the kept records, a prefix of recs.
-func dedupe(recs []mergeRecord, srcs []Source) ([]mergeRecord, error) {
-	slices.SortFunc(recs, func(a, b mergeRecord) int {
-		if c := a.key.ID.Compare(b.key.ID); c != 0 {
-			return c
-		}
-		if c := a.key.HLC.Compare(b.key.HLC); c != 0 {
-			return c
-		}
-		return slices.Compare(a.content[:], b.content[:])
-	})
-	kept := recs[:0]
-	for i := 0; i < len(recs); {
-		j := i + 1
-		for j < len(recs) && recs[j].key.ID == recs[i].key.ID {
-			if recs[j].body != recs[i].body {
-				return nil, conflict(&recs[i], &recs[j], srcs)
-			}
-			j++
-		}
-		kept = append(kept, recs[i])
-		i = j
-	}
-	return kept, nil
 }
 
 func conflict(a, b *mergeRecord, srcs []Source) error {

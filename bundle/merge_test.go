@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -201,5 +202,77 @@ func TestMerge_ManifestDerivesFromTheInputs(t *testing.T) {
 	rep, err := Verify(bytes.NewReader(out), VerifyConfig{PublicKey: testKey().Public().(ed25519PublicKey)})
 	if err != nil || !rep.Trusted || m.Count != uint64(len(pool)) {
 		t.Fatalf("rep %+v, err %v", rep, err)
+	}
+}
+
+// TestMerge_ExternalEqualsInMemory: random sets of overlapping bundles
+// merged with a run size of a few records (so the merge sorts in many
+// runs on disk) give the bytes and counts of the in-memory merge, and the
+// same body conflict; the runs are removed afterwards.
+func TestMerge_ExternalEqualsInMemory(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	pool := genChain(t, seed, 1200)
+	dir := t.TempDir()
+	for round := range 8 {
+		inputs := make([][]byte, 2+rng.IntN(3))
+		for i := range inputs {
+			var sub []*fsm.StoredEvent
+			for _, se := range pool {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				if rng.IntN(15) == 0 {
+					late := *se
+					late.HLC.WallMs += 1 + rng.Int64N(5)
+					se = &late
+				}
+				sub = append(sub, se)
+			}
+			inputs[i] = rechained(t, sub, testCreated, fmt.Sprintf("node%d", i))
+		}
+		want, wres := merged(t, MergeConfig{}, inputs...)
+		if wres.Runs != 0 {
+			t.Fatalf("the in-memory merge spilled %d runs", wres.Runs)
+		}
+		for _, run := range []int{3, 7, 100} {
+			got, res := merged(t, MergeConfig{RunEntries: run, NewRunFile: tempRuns(dir)}, inputs...)
+			if !bytes.Equal(got, want) || res.Read != wres.Read || res.Duplicates != wres.Duplicates || res.Runs < 2 {
+				t.Fatalf("round %d, runs of %d: %+v, in memory %+v; equal bytes %v", round, run, res, wres, bytes.Equal(got, want))
+			}
+		}
+		// A body conflict: the same id, another body, in one more input.
+		var progress []*fsm.StoredEvent
+		for _, se := range pool {
+			if _, ok := se.Body.(*fsm.JobProgressReported); ok {
+				progress = append(progress, se)
+			}
+		}
+		orig := progress[rng.IntN(len(progress))]
+		victim := *orig
+		changed := *victim.Body.(*fsm.JobProgressReported)
+		changed.Completed++
+		victim.Body = &changed
+		withConflict := append(slices.Clone(inputs), rechained(t, []*fsm.StoredEvent{orig}, testCreated, "x"),
+			rechained(t, []*fsm.StoredEvent{&victim}, testCreated, "y"))
+		_, err1 := Merge(&bytes.Buffer{}, sources(withConflict...), MergeConfig{})
+		_, err2 := Merge(&bytes.Buffer{}, sources(withConflict...), MergeConfig{RunEntries: 3, NewRunFile: tempRuns(dir)})
+		var c1, c2 *ConflictError
+		if !errors.As(err1, &c1) || !errors.As(err2, &c2) || c1.EventID != c2.EventID || c1.EventID != victim.ID {
+			t.Fatalf("round %d: conflicts %v and %v, want both on %s", round, err1, err2, victim.ID)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("%d run files left", len(left))
+	}
+}
+
+// Past RunEntries without a place to spill runs to, a merge is refused.
+func TestMerge_ExternalNeedsRunFiles(t *testing.T) {
+	pool := genChain(t, 8, 300)
+	a := rechained(t, pool, testCreated, "a")
+	if _, err := Merge(&bytes.Buffer{}, sources(a), MergeConfig{RunEntries: 2}); !errors.Is(err, ErrLimit) {
+		t.Fatalf("err = %v, want ErrLimit", err)
 	}
 }

@@ -26,6 +26,10 @@ import (
 // NDJSONFormatName is the NDJSON manifest's "format".
 const NDJSONFormatName = "strata-ndjson"
 
+// NDJSONVersion is the NDJSON manifest's "version" written now; 2 added
+// "start" and "range". VerifyNDJSON reads 1 and 2.
+const NDJSONVersion = 2
+
 // MaxNDJSONLineBytes bounds one NDJSON line: an event's JSON, whose body
 // may be several times its binary form, and the chain fields.
 const MaxNDJSONLineBytes = 1 << 20
@@ -51,6 +55,12 @@ type NDJSONManifest struct {
 	// SHA256 is the digest of every line before the manifest's, newlines
 	// included.
 	SHA256 fsm.Hash `json:"sha256"`
+	// Start is the source bundle's (omitted: genesis). Range, when set,
+	// says the lines are only the events of the bundle whose HLC is in
+	// it: their seqs may then have gaps, and chain_head is the line of
+	// the greatest seq.
+	Start Head   `json:"start,omitzero"`
+	Range *Range `json:"range,omitempty"`
 }
 
 type ndjsonLine struct {
@@ -79,12 +89,30 @@ const ndjsonRecordBytes = 16 + 16 + 8 + 8
 // signed it) and writes its events to dst as NDJSON sorted by HLC total
 // order. Memory: ndjsonRecordBytes (48) per entry, at most MaxSortEntries.
 func WriteNDJSON(dst io.Writer, src Source, publicKey ed25519.PublicKey) (NDJSONManifest, error) {
+	return WriteNDJSONRange(dst, src, publicKey, nil)
+}
+
+// WriteNDJSONRange is WriteNDJSON keeping only the events whose HLC is
+// in rng (nil: all of them); the manifest records rng.
+func WriteNDJSONRange(dst io.Writer, src Source, publicKey ed25519.PublicKey, rng *Range) (NDJSONManifest, error) {
 	var recs []ndjsonRecord
+	var head Head            // of the kept entry of greatest seq
+	var lo, hi hlc.Timestamp // least and greatest kept HLC
 	rep, err := Verify(io.NewSectionReader(src.R, 0, src.Size), VerifyConfig{PublicKey: publicKey,
 		OnEntry: func(e *Entry) error {
+			if rng != nil && !rng.Contains(e.Stored.HLC) {
+				return nil
+			}
 			if len(recs) >= MaxSortEntries {
 				return fmt.Errorf("%w: more than %d entries to sort", ErrLimit, MaxSortEntries)
 			}
+			if len(recs) == 0 || e.Stored.HLC.Less(lo) {
+				lo = e.Stored.HLC
+			}
+			if len(recs) == 0 || hi.Less(e.Stored.HLC) {
+				hi = e.Stored.HLC
+			}
+			head = Head{Seq: e.Stored.Seq, Link: e.Stored.Link}
 			recs = append(recs, ndjsonRecord{key: e.Stored.Key(), off: e.Offset, size: int64(e.Size)})
 			return nil
 		}})
@@ -112,9 +140,15 @@ func WriteNDJSON(dst io.Writer, src Source, publicKey ed25519.PublicKey) (NDJSON
 		w.Write(append(line, '\n'))
 	}
 	m := rep.Manifest
-	nm := NDJSONManifest{Format: NDJSONFormatName, Version: Version, Order: "hlc", BundleID: m.BundleID,
+	nm := NDJSONManifest{Format: NDJSONFormatName, Version: NDJSONVersion, Order: "hlc", BundleID: m.BundleID,
 		Tenant: m.Tenant, CreatedAt: m.CreatedAt, CreatedBy: m.CreatedBy, Count: m.Count,
-		FirstHLC: m.FirstHLC, LastHLC: m.LastHLC, ChainHead: m.ChainHead}
+		FirstHLC: m.FirstHLC, LastHLC: m.LastHLC, ChainHead: m.ChainHead, Start: m.Start, Range: rng}
+	if rng != nil {
+		nm.Count, nm.FirstHLC, nm.LastHLC, nm.ChainHead = uint64(len(recs)), lo, hi, head
+		if len(recs) == 0 {
+			nm.ChainHead = m.Start
+		}
+	}
 	sum.Sum(nm.SHA256[:0])
 	last, err := json.Marshal(ndjsonLast{Manifest: &nm})
 	if err != nil {
@@ -131,7 +165,7 @@ type NDJSONReport struct {
 	Head     fsm.ChainHead
 }
 
-// ndjsonVerifier keeps, per seq, the line's previous link and link (64
+// ndjsonVerifier keeps, per line, its seq, previous link and link (72
 // bytes a line) to check the chain's continuity once every line is read.
 type ndjsonVerifier struct {
 	r      *bufio.Reader
@@ -141,20 +175,27 @@ type ndjsonVerifier struct {
 	prev   fsm.EventKey
 	first  hlc.Timestamp
 	last   hlc.Timestamp
-	links  []fsm.Hash // by seq-1
-	prevs  []fsm.Hash // by seq-1
-	seen   []bool
+	chain  []ndjsonLink
 	body   []byte
+}
+
+type ndjsonLink struct {
+	seq        uint64
+	prev, link fsm.Hash
 }
 
 // VerifyNDJSON reads NDJSON from r and checks: every line parses (strict
 // JSON, bounded by MaxNDJSONLineBytes); lines are in strictly increasing
 // HLC total order; one tenant; each line's body hash and link recompute
-// from the line; the seqs are 1..count, each once, and each prev_link is
-// the link of seq-1 ("genesis" for 1); the manifest line is last, and
-// its count, sha256, chain head, first and last HLC match. The first
-// failure is a *BreakError with Part PartLine (or PartManifest, PartFile).
-// Memory: 65 bytes per line, at most MaxSortEntries lines.
+// from the line; the seqs are start+1..start+count, each once, and each
+// prev_link is the link of seq-1 ("genesis" for 1; the manifest's start
+// link for the first); the manifest line is last, and its count, sha256,
+// chain head, first and last HLC match. With a range in the manifest the
+// lines are a filter: every HLC in the range, seqs after start and
+// distinct but with gaps allowed, prev_link checked where the seq before
+// is a line too. The first failure is a *BreakError with Part PartLine
+// (or PartManifest, PartFile). Memory: 72 bytes per line, at most
+// MaxSortEntries lines.
 func VerifyNDJSON(r io.Reader) (NDJSONReport, error) {
 	v := ndjsonVerifier{r: bufio.NewReaderSize(r, 64<<10), sum: sha256.New()}
 	err := v.run()
@@ -222,8 +263,10 @@ func (v *ndjsonVerifier) verifyLine(index int, line []byte) error {
 		return named("order", fmt.Sprintf("HLC %s (event %s) does not follow HLC %s (event %s)", key.HLC, key.ID, v.prev.HLC, v.prev.ID))
 	case l.Event.Tenant != v.tenant:
 		return named("tenant", fmt.Sprintf("tenant %q in a chain of %q", l.Event.Tenant, v.tenant))
-	case l.Seq == 0 || l.Seq > MaxSortEntries:
-		return named("seq", fmt.Sprintf("seq %d out of 1..%d", l.Seq, MaxSortEntries))
+	case l.Seq == 0:
+		return named("seq", "seq 0")
+	case len(v.chain) >= MaxSortEntries:
+		return named("frame", fmt.Sprintf("more than %d lines", MaxSortEntries))
 	}
 	var prev fsm.Hash
 	switch {
@@ -242,16 +285,7 @@ func (v *ndjsonVerifier) verifyLine(index int, line []byte) error {
 	if fsm.ChainLink(fsm.ChainHead{Seq: l.Seq - 1, Link: prev}, &l.Event, l.BodyHash) != l.Link {
 		return named("link", "link does not match the one recomputed from the line")
 	}
-	i := int(l.Seq - 1)
-	if i >= len(v.seen) {
-		v.seen = append(v.seen, make([]bool, i+1-len(v.seen))...)
-		v.links = append(v.links, make([]fsm.Hash, i+1-len(v.links))...)
-		v.prevs = append(v.prevs, make([]fsm.Hash, i+1-len(v.prevs))...)
-	}
-	if v.seen[i] {
-		return named("seq", fmt.Sprintf("seq %d twice", l.Seq))
-	}
-	v.seen[i], v.links[i], v.prevs[i] = true, l.Link, prev
+	v.chain = append(v.chain, ndjsonLink{seq: l.Seq, prev: prev, link: l.Link})
 	if index == 0 || key.HLC.Less(v.first) {
 		v.first = key.HLC
 	}
@@ -279,28 +313,28 @@ func (v *ndjsonVerifier) finish(line []byte) error {
 	var sum fsm.Hash
 	v.sum.Sum(sum[:0])
 	switch {
-	case m.Format != NDJSONFormatName || m.Version != Version || m.Order != "hlc":
+	case m.Format != NDJSONFormatName || m.Version < 1 || m.Version > NDJSONVersion || m.Order != "hlc":
 		return bad("format", fmt.Sprintf("%s v%d order %s", m.Format, m.Version, m.Order), NDJSONFormatName)
+	case m.Version == 1 && (m.Start != Head{} || m.Range != nil):
+		return brk(PartManifest, -1, "version", "a version 1 manifest with version 2 fields")
 	case m.SHA256 != sum:
 		return bad("sha256", m.SHA256, sum)
 	case m.Count != v.rep.Lines:
 		return bad("count", m.Count, v.rep.Lines)
 	case m.Count > 0 && m.Tenant != v.tenant:
 		return bad("tenant", m.Tenant, v.tenant)
+	case m.Start.Seq == 0 && m.Start.Link != fsm.Hash{}:
+		return brk(PartManifest, -1, "start", "a start link without a start seq")
+	case m.Range != nil && m.Range.To.Less(m.Range.From):
+		return brk(PartManifest, -1, "range", fmt.Sprintf("range %s..%s ends before it starts", m.Range.From, m.Range.To))
 	}
-	for i := range v.seen { // every seq present, each prev the link before it
-		switch {
-		case !v.seen[i]:
-			return brk(PartLine, -1, "seq", fmt.Sprintf("no line of seq %d", i+1))
-		case i > 0 && v.prevs[i] != v.links[i-1]:
-			return brk(PartLine, -1, "prev_link", fmt.Sprintf("seq %d's prev_link is not seq %d's link", i+1, i))
-		}
-	}
-	if n := len(v.links); n > 0 {
-		v.rep.Head = fsm.ChainHead{Seq: uint64(n), Link: v.links[n-1]}
+	if err := v.checkChain(m); err != nil {
+		return err
 	}
 	head := Head{Seq: v.rep.Head.Seq, Link: v.rep.Head.Link}
 	switch {
+	case m.Range != nil && v.rep.Lines > 0 && !(m.Range.Contains(v.first) && m.Range.Contains(v.last)):
+		return brk(PartManifest, -1, "range", fmt.Sprintf("lines of HLC %s..%s outside the range %s..%s", v.first, v.last, m.Range.From, m.Range.To))
 	case m.ChainHead != head:
 		return bad("chain_head", m.ChainHead, head)
 	case m.FirstHLC != v.first:
@@ -309,4 +343,39 @@ func (v *ndjsonVerifier) finish(line []byte) error {
 		return bad("last_hlc", m.LastHLC, v.last)
 	}
 	return nil
+}
+
+// checkChain sorts the lines' links by seq and checks the chain: seqs
+// after the manifest's start, each once, without gaps unless the lines
+// are a range's; each prev_link the link of the seq before when that is
+// a line, the start's link for seq start+1. It sets the report's head.
+func (v *ndjsonVerifier) checkChain(m NDJSONManifest) error {
+	slices.SortFunc(v.chain, func(a, b ndjsonLink) int { return cmpUint(a.seq, b.seq) })
+	v.rep.Head = fsm.ChainHead{Seq: m.Start.Seq, Link: m.Start.Link}
+	for i, l := range v.chain {
+		want := v.rep.Head.Seq + 1
+		switch {
+		case l.seq < want:
+			if i == 0 {
+				return brk(PartLine, -1, "seq", fmt.Sprintf("seq %d, but the chain starts after seq %d", l.seq, m.Start.Seq))
+			}
+			return brk(PartLine, -1, "seq", fmt.Sprintf("seq %d twice", l.seq))
+		case l.seq > want && m.Range == nil:
+			return brk(PartLine, -1, "seq", fmt.Sprintf("no line of seq %d", want))
+		case l.seq == want && l.prev != v.rep.Head.Link:
+			return brk(PartLine, -1, "prev_link", fmt.Sprintf("seq %d's prev_link is not the link of seq %d", l.seq, want-1))
+		}
+		v.rep.Head = fsm.ChainHead{Seq: l.seq, Link: l.link}
+	}
+	return nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -2,12 +2,15 @@ package bundle
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash/crc32"
 	"testing"
+
+	"github.com/strata-ledger/strata/fsm"
 )
 
 // span is one frame of a bundle.
@@ -75,14 +78,40 @@ func rewrite(b []byte, s span, payload []byte) []byte {
 // field. "Accidental" flips leave the CRC as it was; "deliberate" ones
 // recompute it, so the chain checks themselves must find them.
 func TestVerify_TamperTable(t *testing.T) {
-	chain := genChain(t, 3, 2000)
-	if len(chain) < 20 {
+	chain := append(genChain(t, 3, 2000), chainOf(t, applyAll(t, oneTenantStream(2*CheckpointEvents+100)), "acme")...)
+	chain = chainOf(t, applyAll(t, eventsOf(chain)), "acme") // one chain: every event type, two batches
+	if len(chain) < 2*CheckpointEvents {
 		t.Fatalf("chain of %d events", len(chain))
 	}
 	good := writeBundle(t, chain, testKey())
 	fs := frames(t, good)
-	entry := func(i int) span { return fs[i] }
+	var cps []span // the checkpoint frames
+	var ents []span
+	for _, f := range fs {
+		switch f.kind {
+		case kindCheckpoint:
+			cps = append(cps, f)
+		case kindEntry:
+			ents = append(ents, f)
+		}
+	}
+	if len(cps) != 2 {
+		t.Fatalf("%d checkpoints", len(cps))
+	}
+	entry := func(i int) span { return ents[i] }
 	manifest, seal := fs[len(fs)-2], fs[len(fs)-1]
+	checkpointJSON := func(i int, edit func(c *SignedCheckpoint)) func([]byte) []byte {
+		return func(b []byte) []byte {
+			c := cps[i]
+			sc, err := DecodeCheckpoint(b[c.off+frameHeaderBytes : c.off+c.size-frameTrailerBytes])
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit(&sc)
+			cb, _ := json.Marshal(&sc)
+			return rewrite(b, c, cb)
+		}
+	}
 	flip := func(off int, fix *span) func([]byte) []byte {
 		return func(b []byte) []byte {
 			b[off] ^= 0x20
@@ -146,11 +175,38 @@ func TestVerify_TamperTable(t *testing.T) {
 		{"truncated inside the seal", func(b []byte) []byte { return b[:seal.off+10] }, PartSignature, -1, []string{"truncated"}, false},
 		{"trailing data", func(b []byte) []byte { return append(b, 0) }, PartFile, -1, []string{"trailing"}, false},
 		{"not a bundle", func(b []byte) []byte { b[0] = 'X'; return b }, PartHeader, -1, []string{"magic"}, false},
+		{"accidental: checkpoint byte", flip(cps[1].off+frameHeaderBytes+30, nil), PartCheckpoint, 1, []string{"crc"}, false},
+		{"deliberate: checkpoint root", checkpointJSON(0, func(c *SignedCheckpoint) { c.Root[3] ^= 1 }), PartCheckpoint, 0, []string{"root"}, false},
+		{"deliberate: checkpoint prev link", checkpointJSON(1, func(c *SignedCheckpoint) { c.PrevLink[0] ^= 1 }), PartCheckpoint, 1, []string{"prev_link"}, false},
+		{"deliberate: checkpoint last link", checkpointJSON(1, func(c *SignedCheckpoint) { c.LastLink[0] ^= 1 }), PartCheckpoint, 1, []string{"last_link"}, false},
+		{"deliberate: checkpoint count", checkpointJSON(0, func(c *SignedCheckpoint) { c.LastSeq-- }), PartCheckpoint, 0, []string{"count"}, false},
+		{"deliberate: checkpoint tenant", checkpointJSON(0, func(c *SignedCheckpoint) { c.Tenant = "globex" }), PartCheckpoint, 0, []string{"tenant"}, false},
+		{"deliberate: checkpoint signature", checkpointJSON(1, func(c *SignedCheckpoint) { c.Signature[5] ^= 1 }), PartCheckpoint, 1, []string{"signature"}, false},
+		{"checkpoint signed by a key the bundle does not carry", checkpointJSON(0, func(c *SignedCheckpoint) {
+			*c = SignCheckpoint(c.Checkpoint, ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, 32)))
+		}), PartCheckpoint, 0, []string{"signature"}, false},
+		{"checkpoint signature stripped (the manifest covers it)", checkpointJSON(0, func(c *SignedCheckpoint) { c.KeyID, c.Signature = "", nil }),
+			PartManifest, -1, []string{"checkpoints_sha256"}, false},
+		{"checkpoint removed", func(b []byte) []byte {
+			c := cps[0]
+			return append(append([]byte{}, b[:c.off]...), b[c.off+c.size:]...)
+		}, PartCheckpoint, 0, []string{"missing"}, false},
+		{"checkpoint duplicated", func(b []byte) []byte {
+			c := cps[0]
+			return append(append(append([]byte{}, b[:c.off+c.size]...), b[c.off:c.off+c.size]...), b[c.off+c.size:]...)
+		}, PartCheckpoint, 1, []string{"unexpected"}, false},
+		{"checkpoint moved before its batch ends", func(b []byte) []byte {
+			c, e := cps[0], entry(CheckpointEvents-1)
+			out := append([]byte{}, b[:e.off]...)
+			out = append(out, b[c.off:c.off+c.size]...)
+			out = append(out, b[e.off:e.off+e.size]...)
+			return append(out, b[c.off+c.size:]...)
+		}, PartCheckpoint, 0, []string{"unexpected"}, false},
 		{"manifest count rewritten and resealed", func(b []byte) []byte {
 			b = manifestJSON(func(m *Manifest) { m.Count++ })(b)
 			fs := frames(t, b)
 			m, s := fs[len(fs)-2], fs[len(fs)-1]
-			env, _ := Seal(sha256.Sum256(b[m.off+frameHeaderBytes:m.off+m.size-frameTrailerBytes]), nil)
+			env, _ := Seal(sha256.Sum256(b[m.off+frameHeaderBytes:m.off+m.size-frameTrailerBytes]), testKey())
 			eb, _ := json.Marshal(env)
 			return rewrite(b, s, eb)
 		}, PartManifest, -1, []string{"count"}, false},
@@ -176,4 +232,13 @@ func TestVerify_TamperTable(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// eventsOf returns the events of a chain.
+func eventsOf(chain []*fsm.StoredEvent) []fsm.Event {
+	out := make([]fsm.Event, len(chain))
+	for i, se := range chain {
+		out[i] = se.Event
+	}
+	return out
 }

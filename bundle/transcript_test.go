@@ -54,17 +54,25 @@ func TestMerge_Transcripts(t *testing.T) {
 			if !bytes.Equal(out, out2) || (strings.HasPrefix(got, "error") != strings.HasPrefix(again, "error")) {
 				t.Fatalf("reversed inputs: %s", again)
 			}
+			ext, out3 := runMergeWith(t, bundles, inputs, MergeConfig{RunEntries: 1, NewRunFile: tempRuns(t.TempDir())})
+			if !bytes.Equal(out, out3) || strings.HasPrefix(got, "error") != strings.HasPrefix(ext, "error") {
+				t.Fatalf("external merge (runs of 1 entry): %s", ext)
+			}
 		})
 	}
 }
 
 func runMerge(t *testing.T, bundles map[string][]byte, inputs []string) (string, []byte) {
+	return runMergeWith(t, bundles, inputs, MergeConfig{})
+}
+
+func runMergeWith(t *testing.T, bundles map[string][]byte, inputs []string, cfg MergeConfig) (string, []byte) {
 	srcs := make([]Source, len(inputs))
 	for i, n := range inputs {
 		srcs[i] = Source{Name: n, R: bytes.NewReader(bundles[n]), Size: int64(len(bundles[n]))}
 	}
 	var out bytes.Buffer
-	res, err := Merge(&out, srcs, MergeConfig{})
+	res, err := Merge(&out, srcs, cfg)
 	if err != nil {
 		if !errors.Is(err, ErrBodyConflict) {
 			t.Fatalf("merge: %v", err)

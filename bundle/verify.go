@@ -10,6 +10,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -58,6 +59,16 @@ type Report struct {
 	// the key it carries); Trusted: one of them is VerifyConfig.PublicKey.
 	Signers []string
 	Trusted bool
+	// Version is the bundle's format version.
+	Version int
+	// Start is the chain position before the first entry, taken as given
+	// (zero: the bundle starts at genesis).
+	Start fsm.ChainHead
+	// Checkpoints is how many checkpoints verified (root, links, count,
+	// and the signature when there is one); Signed how many of them were
+	// signed.
+	Checkpoints       uint64
+	CheckpointsSigned uint64
 }
 
 // Verify reads a whole bundle and checks, in one pass and holding one
@@ -70,7 +81,7 @@ type Report struct {
 // *BreakError (errors.Is ErrBroken); a read error is returned as is. The
 // Report holds what verified up to there.
 func Verify(r io.Reader, cfg VerifyConfig) (Report, error) {
-	v := verifier{r: bufio.NewReaderSize(r, readBufferBytes), cfg: cfg, entries: sha256.New()}
+	v := verifier{r: bufio.NewReaderSize(r, readBufferBytes), cfg: cfg, entries: sha256.New(), cps: sha256.New()}
 	err := v.run()
 	return v.rep, err
 }
@@ -84,10 +95,22 @@ type verifier struct {
 	tenant   string
 	first    hlc.Timestamp
 	last     hlc.Timestamp
+	ends     [2]hlc.Timestamp // HLCs of the first and the last entry
 	buf      []byte
 	body     []byte
 	entry    Entry
 	manifest bool // the manifest was read: the next frame is the seal
+	batch    batcher
+	want     Checkpoint // the checkpoint the next frame must be, if pending
+	pending  bool
+	cps      hash.Hash
+	unsigned []pendingSig // checkpoint signatures checked once the seal gives the keys
+}
+
+// pendingSig is a checkpoint signature to check against the seal's keys.
+type pendingSig struct {
+	index int
+	cp    SignedCheckpoint
 }
 
 func brk(part string, index int, field, reason string) *BreakError {
@@ -102,9 +125,10 @@ func (v *verifier) run() error {
 	if string(hdr[:len(Magic)]) != Magic {
 		return brk(PartHeader, -1, "magic", "not a Strata bundle")
 	}
-	if hdr[len(Magic)] != Version {
-		return brk(PartHeader, -1, "version", fmt.Sprintf("container version %d, want %d", hdr[len(Magic)], Version))
+	if ver := int(hdr[len(Magic)]); ver < MinVersion || ver > Version {
+		return brk(PartHeader, -1, "version", fmt.Sprintf("container version %d, this verifier reads %d to %d", ver, MinVersion, Version))
 	}
+	v.rep.Version = int(hdr[len(Magic)])
 	v.off = int64(len(hdr))
 	for {
 		index := int(v.rep.Entries)
@@ -112,9 +136,17 @@ func (v *verifier) run() error {
 		if err != nil {
 			return err
 		}
+		if v.pending && kind != kindCheckpoint {
+			return &BreakError{Part: PartCheckpoint, Index: int(v.rep.Checkpoints), Seq: v.want.LastSeq, Field: "missing",
+				Reason: fmt.Sprintf("no checkpoint after the entry of seq %d, which completes the batch %d..%d", v.want.LastSeq, v.want.FirstSeq, v.want.LastSeq)}
+		}
 		switch kind {
 		case kindEntry:
 			if err := v.verifyEntry(index, payload); err != nil {
+				return err
+			}
+		case kindCheckpoint:
+			if err := v.verifyCheckpoint(payload); err != nil {
 				return err
 			}
 		case kindManifest:
@@ -153,6 +185,8 @@ func (v *verifier) frame(index int) (byte, []byte, error) {
 		limit = MaxEntryBytes
 	case kind == kindManifest && !v.manifest:
 		limit, part, at = MaxManifestBytes, PartManifest, -1
+	case kind == kindCheckpoint && !v.manifest && v.rep.Version >= 2:
+		limit, part, at = MaxCheckpointBytes, PartCheckpoint, int(v.rep.Checkpoints)
 	case kind == kindSeal && v.manifest:
 		limit, part, at = MaxEnvelopeBytes, PartSignature, -1
 	case v.manifest:
@@ -196,12 +230,17 @@ func (v *verifier) verifyEntry(index int, payload []byte) error {
 	named := func(field, reason string) error {
 		return &BreakError{Part: PartEntry, Index: index, Seq: se.Seq, EventID: se.ID, Field: field, Reason: reason}
 	}
-	head := v.rep.Head
 	var prev fsm.Hash
 	copy(prev[:], payload[:32])
 	if index == 0 {
 		v.tenant = se.Tenant
+		v.batch.tenant = se.Tenant
+		if v.rep.Version >= 2 && se.Seq > 1 { // mid-chain: the first previous link is taken as given
+			v.rep.Start = fsm.ChainHead{Seq: se.Seq - 1, Link: prev}
+			v.rep.Head = v.rep.Start
+		}
 	}
+	head := v.rep.Head
 	var want fsm.Hash
 	if head.Seq > 0 {
 		want = head.Link
@@ -229,8 +268,15 @@ func (v *verifier) verifyEntry(index int, payload []byte) error {
 	if index == 0 || v.last.Less(se.HLC) {
 		v.last = se.HLC
 	}
+	if index == 0 {
+		v.ends[0] = se.HLC
+	}
+	v.ends[1] = se.HLC
 	v.rep.Head = fsm.ChainHead{Seq: se.Seq, Link: se.Link}
 	v.rep.Entries++
+	if cp, ok := v.batch.add(se.Seq, prev, se.Link); ok && v.rep.Version >= 2 {
+		v.want, v.pending = cp, true
+	}
 	if v.cfg.OnEntry != nil {
 		v.entry.Index, v.entry.Prev, v.entry.Stored = index, prev, se
 		v.entry.Event = rec[1+vn+64:]
@@ -257,6 +303,9 @@ func (v *verifier) finish(payload []byte) error {
 	}
 	if len(env.Payload) != 32 || fsm.Hash(env.Payload) != v.rep.ManifestDigest {
 		return brk(PartManifest, -1, "digest", "the manifest does not match the digest in the seal")
+	}
+	if err := v.checkCheckpointSignatures(env); err != nil { // names the checkpoint before the manifest's digest of them
+		return err
 	}
 	if err := v.checkManifest(mb); err != nil {
 		return err
@@ -285,12 +334,29 @@ func (v *verifier) checkManifest(mb []byte) error {
 	bad := func(field string, got, want any) error {
 		return brk(PartManifest, -1, field, fmt.Sprintf("manifest says %v, the entries give %v", got, want))
 	}
+	if v.rep.Entries == 0 && v.rep.Version >= 2 { // an empty bundle's start is the manifest's
+		v.rep.Start = fsm.ChainHead{Seq: m.Start.Seq, Link: m.Start.Link}
+		v.rep.Head = v.rep.Start
+	}
 	head := Head{Seq: v.rep.Head.Seq, Link: v.rep.Head.Link}
+	start := Head{Seq: v.rep.Start.Seq, Link: v.rep.Start.Link}
+	var cps fsm.Hash
+	if v.rep.Checkpoints > 0 {
+		v.cps.Sum(cps[:0])
+	}
 	switch {
 	case m.Format != FormatName:
 		return bad("format", m.Format, FormatName)
-	case m.Version != Version:
-		return bad("version", m.Version, Version)
+	case m.Version != v.rep.Version:
+		return bad("version", m.Version, v.rep.Version)
+	case m.Version == 1 && (m.Start != Head{} || m.Checkpoints != 0 || m.CheckpointsSHA256 != fsm.Hash{} || m.Range != nil):
+		return brk(PartManifest, -1, "version", "a version 1 manifest with version 2 fields")
+	case m.Start != start:
+		return bad("start", m.Start, start)
+	case m.Checkpoints != v.rep.Checkpoints:
+		return bad("checkpoints", m.Checkpoints, v.rep.Checkpoints)
+	case m.CheckpointsSHA256 != cps:
+		return bad("checkpoints_sha256", m.CheckpointsSHA256, cps)
 	case m.BundleID == "":
 		return brk(PartManifest, -1, "bundle_id", "empty")
 	case m.Count != v.rep.Entries:
@@ -305,6 +371,11 @@ func (v *verifier) checkManifest(mb []byte) error {
 		return bad("first_hlc", m.FirstHLC, v.first)
 	case m.LastHLC != v.last:
 		return bad("last_hlc", m.LastHLC, v.last)
+	case m.Range != nil && m.Range.To.Less(m.Range.From):
+		return brk(PartManifest, -1, "range", fmt.Sprintf("range %s..%s ends before it starts", m.Range.From, m.Range.To))
+	case m.Range != nil && m.Count > 0 && !(m.Range.Contains(v.ends[0]) && m.Range.Contains(v.ends[1])):
+		return brk(PartManifest, -1, "range", fmt.Sprintf("the first and last entries (HLC %s, %s) are not both in the range %s..%s",
+			v.ends[0], v.ends[1], m.Range.From, m.Range.To))
 	}
 	for _, f := range []struct{ name, v string }{{"tenant", m.Tenant}, {"bundle_id", m.BundleID}, {"created_by", m.CreatedBy}} {
 		if len(f.v) > fsm.MaxNameBytes {
@@ -313,6 +384,78 @@ func (v *verifier) checkManifest(mb []byte) error {
 	}
 	if t, err := m.Created(); err != nil || t.IsZero() {
 		return brk(PartManifest, -1, "created_at", fmt.Sprintf("%q is not an RFC 3339 time after year 1", m.CreatedAt))
+	}
+	return nil
+}
+
+// verifyCheckpoint checks a checkpoint frame against the batch the
+// entries before it completed: tenant, sequence numbers (the count), the
+// link before the batch (continuity), its last link and the Merkle root
+// recomputed from the batch's links; and its signature now if the
+// verifier trusts a key, else once the seal gives the bundle's keys.
+func (v *verifier) verifyCheckpoint(payload []byte) error {
+	index := int(v.rep.Checkpoints)
+	v.cps.Write(v.buf)
+	broken := func(seq uint64, field, reason string) error {
+		return &BreakError{Part: PartCheckpoint, Index: index, Seq: seq, Field: field, Reason: reason}
+	}
+	if !v.pending {
+		return broken(0, "unexpected", fmt.Sprintf("a checkpoint after the entry of seq %d, which completes no batch in the bundle", v.rep.Head.Seq))
+	}
+	v.pending = false
+	want := &v.want
+	sc, err := DecodeCheckpoint(payload)
+	if err != nil {
+		return broken(want.LastSeq, "json", err.Error())
+	}
+	bad := func(field string, got, exp any) error {
+		return broken(want.LastSeq, field, fmt.Sprintf("checkpoint says %v, the entries give %v", got, exp))
+	}
+	switch c := sc.Checkpoint; {
+	case c.Tenant != want.Tenant:
+		return bad("tenant", c.Tenant, want.Tenant)
+	case c.FirstSeq != want.FirstSeq || c.LastSeq != want.LastSeq:
+		return bad("count", fmt.Sprintf("%d..%d", c.FirstSeq, c.LastSeq), fmt.Sprintf("%d..%d", want.FirstSeq, want.LastSeq))
+	case c.PrevLink != want.PrevLink:
+		return bad("prev_link", c.PrevLink, want.PrevLink)
+	case c.LastLink != want.LastLink:
+		return bad("last_link", c.LastLink, want.LastLink)
+	case c.Root != want.Root:
+		return bad("root", c.Root, want.Root)
+	}
+	v.rep.Checkpoints++
+	if sc.KeyID == "" {
+		return nil
+	}
+	v.rep.CheckpointsSigned++
+	if v.cfg.PublicKey == nil {
+		v.unsigned = append(v.unsigned, pendingSig{index: index, cp: sc})
+		return nil
+	}
+	if sc.KeyID != KeyID(v.cfg.PublicKey) {
+		return broken(sc.LastSeq, "signature", fmt.Sprintf("signed by key %s, not the trusted key %s", sc.KeyID, KeyID(v.cfg.PublicKey)))
+	}
+	if err := VerifyCheckpoint(sc, v.cfg.PublicKey); err != nil {
+		return broken(sc.LastSeq, "signature", err.Error())
+	}
+	return nil
+}
+
+// checkCheckpointSignatures checks the checkpoint signatures left for
+// the seal: each against the key of the seal's signature of the same key
+// id (integrity, as the seal's own signatures without a trusted key).
+func (v *verifier) checkCheckpointSignatures(env *Envelope) error {
+	for _, p := range v.unsigned {
+		broken := func(reason string) error {
+			return &BreakError{Part: PartCheckpoint, Index: p.index, Seq: p.cp.LastSeq, Field: "signature", Reason: reason}
+		}
+		i := slices.IndexFunc(env.Signatures, func(s Signature) bool { return s.KeyID == p.cp.KeyID })
+		if i < 0 {
+			return broken(fmt.Sprintf("signed by key %s, which does not sign the bundle: give the key with --pubkey", p.cp.KeyID))
+		}
+		if err := VerifyCheckpoint(p.cp, env.Signatures[i].PublicKey); err != nil {
+			return broken(err.Error())
+		}
 	}
 	return nil
 }

@@ -36,8 +36,15 @@ type WriterConfig struct {
 	// events must carry a chain from genesis, and the Writer checks each
 	// one before writing it.
 	Rechain bool
-	// Signer, if set, signs the manifest digest.
+	// Signer, if set, signs the manifest digest and every checkpoint.
 	Signer ed25519.PrivateKey
+	// Start is the chain position before the first event: zero for a
+	// chain from genesis; else the seq and link of the entry before the
+	// first one (an export of an HLC range). Not with Rechain.
+	Start fsm.ChainHead
+	// Range is the HLC range the entries were chosen by, recorded in the
+	// manifest (nil: none). The Writer does not filter by it.
+	Range *Range
 }
 
 // Validate checks c.
@@ -53,20 +60,31 @@ func (c *WriterConfig) Validate() error {
 		return errors.New("bundle: config: CreatedAt is required")
 	case c.Signer != nil && len(c.Signer) != ed25519.PrivateKeySize:
 		return fmt.Errorf("%w: signer of %d bytes", ErrKey, len(c.Signer))
+	case c.Rechain && c.Start != (fsm.ChainHead{}):
+		return errors.New("bundle: config: a rechained bundle starts at genesis")
+	case c.Start.Seq == 0 && c.Start.Link != (fsm.Hash{}):
+		return errors.New("bundle: config: a start link without a start seq")
+	case c.Range != nil && c.Range.To.Less(c.Range.From):
+		return fmt.Errorf("bundle: config: range %s..%s ends before it starts", c.Range.From, c.Range.To)
 	}
 	return nil
 }
 
 // Writer streams a bundle: NewWriter writes the header, Append one entry
-// per event, Close the manifest and the seal. It holds one entry at a
-// time. After an error every call returns it.
+// per event (and a checkpoint after each entry that completes a batch),
+// Close the manifest and the seal. It holds one entry and one batch's
+// links at a time. After an error every call returns it.
 type Writer struct {
 	w       *bufio.Writer
 	cfg     WriterConfig
 	head    fsm.ChainHead
+	n       uint64 // entries written
 	first   hlc.Timestamp
 	last    hlc.Timestamp
 	entries hash.Hash
+	batch   batcher
+	cps     hash.Hash // of the checkpoint frames
+	ncps    uint64
 	buf     []byte // the frame being written
 	body    []byte // the body's canonical encoding
 	err     error
@@ -78,7 +96,8 @@ func NewWriter(w io.Writer, cfg WriterConfig) (*Writer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	bw := &Writer{w: bufio.NewWriterSize(w, writeBufferBytes), cfg: cfg, entries: sha256.New()}
+	bw := &Writer{w: bufio.NewWriterSize(w, writeBufferBytes), cfg: cfg, head: cfg.Start, entries: sha256.New(),
+		cps: sha256.New(), batch: batcher{tenant: cfg.Tenant}}
 	bw.w.WriteString(Magic)
 	bw.w.WriteByte(Version)
 	return bw, nil
@@ -96,7 +115,7 @@ func (w *Writer) Append(se *fsm.StoredEvent) error {
 	if w.closed {
 		return errors.New("bundle: append after close")
 	}
-	index := int(w.head.Seq)
+	index := int(w.n)
 	broken := func(field, reason string) error {
 		return &BreakError{Part: PartEntry, Index: index, Seq: se.Seq, EventID: se.ID, Field: field, Reason: reason}
 	}
@@ -145,14 +164,72 @@ func (w *Writer) Append(se *fsm.StoredEvent) error {
 		w.err = fmt.Errorf("bundle: write entry %d: %w", index, err)
 		return w.err
 	}
-	if w.head.Seq == 0 || se.HLC.Less(w.first) {
+	if w.n == 0 || se.HLC.Less(w.first) {
 		w.first = se.HLC
 	}
-	if w.head.Seq == 0 || w.last.Less(se.HLC) {
+	if w.n == 0 || w.last.Less(se.HLC) {
 		w.last = se.HLC
 	}
 	w.head = fsm.ChainHead{Seq: out.Seq, Link: link}
+	w.n++
+	if cp, ok := w.batch.add(out.Seq, prev, link); ok {
+		return w.checkpoint(cp)
+	}
 	return nil
+}
+
+// checkpoint writes the checkpoint frame of a completed batch.
+func (w *Writer) checkpoint(cp Checkpoint) error {
+	b, err := json.Marshal(SignCheckpoint(cp, w.cfg.Signer))
+	if err != nil {
+		w.err = err
+		return err
+	}
+	w.buf = appendFrame(w.buf[:0], kindCheckpoint, b)
+	w.cps.Write(w.buf)
+	w.ncps++
+	if _, err := w.w.Write(w.buf); err != nil {
+		w.err = fmt.Errorf("bundle: write checkpoint %d..%d: %w", cp.FirstSeq, cp.LastSeq, err)
+		return w.err
+	}
+	return nil
+}
+
+// appendFrame appends a frame of kind and payload to b.
+func appendFrame(b []byte, kind byte, payload []byte) []byte {
+	b = append(b, kind, 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(b[len(b)-4:], uint32(len(payload)))
+	b = append(b, payload...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[len(b)-len(payload)-frameHeaderBytes:], castagnoli))
+}
+
+// batcher collects the links of the batch being written or read and
+// gives its checkpoint once the batch is complete. A batch is counted
+// only if its first entry is in the bundle (a bundle that starts
+// mid-batch has no checkpoint for that batch).
+type batcher struct {
+	tenant string
+	on     bool
+	prev   fsm.Hash
+	links  []fsm.Hash
+}
+
+// add takes the entry of seq whose previous link is prev (zero:
+// genesis) and whose link is link.
+func (b *batcher) add(seq uint64, prev, link fsm.Hash) (Checkpoint, bool) {
+	if (seq-1)%CheckpointEvents == 0 {
+		b.on, b.prev, b.links = true, prev, b.links[:0]
+	}
+	if !b.on {
+		return Checkpoint{}, false
+	}
+	b.links = append(b.links, link)
+	if seq%CheckpointEvents != 0 {
+		return Checkpoint{}, false
+	}
+	b.on = false
+	return Checkpoint{Tenant: b.tenant, FirstSeq: seq - CheckpointEvents + 1, LastSeq: seq, PrevLink: b.prev,
+		LastLink: link, Root: MerkleRoot(b.links)}, true
 }
 
 // Close writes the manifest and the seal and flushes; it does not close
@@ -166,9 +243,13 @@ func (w *Writer) Close() (Manifest, error) {
 	}
 	w.closed = true
 	m := Manifest{Format: FormatName, Version: Version, BundleID: w.cfg.BundleID, Tenant: w.cfg.Tenant,
-		CreatedAt: formatTime(w.cfg.CreatedAt), CreatedBy: w.cfg.CreatedBy, Count: w.head.Seq,
-		FirstHLC: w.first, LastHLC: w.last, ChainHead: Head{Seq: w.head.Seq, Link: w.head.Link}}
+		CreatedAt: formatTime(w.cfg.CreatedAt), CreatedBy: w.cfg.CreatedBy, Count: w.n,
+		FirstHLC: w.first, LastHLC: w.last, ChainHead: Head{Seq: w.head.Seq, Link: w.head.Link},
+		Start: Head{Seq: w.cfg.Start.Seq, Link: w.cfg.Start.Link}, Checkpoints: w.ncps, Range: w.cfg.Range}
 	w.entries.Sum(m.EntriesSHA256[:0])
+	if w.ncps > 0 {
+		w.cps.Sum(m.CheckpointsSHA256[:0])
+	}
 	if m.BundleID == "" {
 		m.BundleID = deriveID(m.Tenant, m.EntriesSHA256)
 	}

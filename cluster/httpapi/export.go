@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"time"
@@ -13,12 +15,20 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 )
 
-// GET /v1/export?tenant=T&format=bundle|ndjson (issue 15): the tenant's
-// audit chain as this gate's ledger holds it, streamed from one read
-// view: a bundle (bundle/FORMAT.md: every event with its seq, links and
-// body, then a manifest), or NDJSON sorted by HLC with a last manifest
-// line. The export is never held in memory; NDJSON, which is sorted,
-// goes through a temporary file.
+// GET /v1/export?tenant=T&format=bundle|ndjson[&from_hlc=A][&to_hlc=B]
+// (issue 15): the tenant's audit chain as this gate's ledger holds it,
+// streamed from one read view: a bundle (bundle/FORMAT.md: every event
+// with its seq, links and body, a checkpoint per complete batch, then a
+// manifest), or NDJSON sorted by HLC with a last manifest line. The
+// export is never held in memory; NDJSON, which is sorted, goes through a
+// temporary file.
+//
+// from_hlc and to_hlc (bundle.ParseRange: inclusive, HLC total order;
+// wall:logical:node or a wall clock in ms; either may be left out) make
+// the bundle the contiguous sub-chain from the first to the last entry
+// whose HLC is in the range (so it may start mid-chain, and may hold late
+// events outside the range between them), and the NDJSON that sub-chain
+// filtered to the range (bundle/FORMAT.md, "HLC ranges").
 
 // maxExportDuration bounds the write deadline of one export.
 const maxExportDuration = time.Hour
@@ -43,14 +53,16 @@ func (sv *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) 
 		httpx.WriteError(w, httpx.BadRequest("format %q must be bundle or ndjson", format))
 		return
 	}
-	if q.Get("from_hlc") != "" || q.Get("to_hlc") != "" {
-		httpx.WriteError(w, httpx.BadRequest("from_hlc and to_hlc are not supported yet: an export holds the whole chain"))
+	rng, err := bundle.ParseRange(q.Get("from_hlc"), q.Get("to_hlc"))
+	if err != nil {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+			Message: "export range: " + err.Error(), Details: map[string]any{"field": "from_hlc, to_hlc"}})
 		return
 	}
 	sv.extendWriteDeadline(w, maxExportDuration)
 	sv.bundles.exported.WithLabelValues(format).Inc()
 	w = countingWriter{w, sv.bundles.bytesOut}
-	cfg := bundle.WriterConfig{Tenant: tenant, CreatedAt: time.Now(), CreatedBy: sv.cfg.NodeID, Signer: sv.cfg.SigningKey}
+	cfg := bundle.WriterConfig{Tenant: tenant, CreatedAt: time.Now(), CreatedBy: sv.cfg.NodeID, Signer: sv.cfg.SigningKey, Range: rng}
 	if format == "bundle" {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", tenant+".bundle"))
@@ -76,19 +88,65 @@ func (sv *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	if _, err := bundle.WriteNDJSON(w, bundle.Source{Name: "export", R: f, Size: size}, nil); err != nil {
+	if _, err := bundle.WriteNDJSONRange(w, bundle.Source{Name: "export", R: f, Size: size}, nil, rng); err != nil {
 		sv.abortStream(err)
 	}
 }
 
-// writeBundle writes cfg.Tenant's chain from one read view.
+// writeBundle writes cfg.Tenant's chain from one read view: the whole
+// chain, or with cfg.Range the sub-chain of the range, found by a first
+// pass over the chain in the same view.
 func (sv *Server) writeBundle(dst io.Writer, cfg bundle.WriterConfig) error {
 	return sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		after, last := uint64(0), uint64(math.MaxUint64)
+		if cfg.Range != nil {
+			var err error
+			if cfg.Start, last, err = rangeEnds(tx, cfg.Tenant, cfg.Range); err != nil {
+				return err
+			}
+			after = cfg.Start.Seq
+		}
 		_, err := bundle.WriteChain(dst, cfg, func(fn func(*fsm.StoredEvent) error) error {
-			return tx.ChainEvents(cfg.Tenant, 0, fn)
+			if last == 0 { // no event in the range: an empty bundle
+				return nil
+			}
+			err := tx.ChainEvents(cfg.Tenant, after, func(se *fsm.StoredEvent) error {
+				if err := fn(se); err != nil {
+					return err
+				}
+				if se.Seq == last {
+					return errRangeEnd
+				}
+				return nil
+			})
+			if errors.Is(err, errRangeEnd) {
+				return nil
+			}
+			return err
 		})
 		return err
 	})
+}
+
+// errRangeEnd stops a chain iteration at the end of an export's range.
+var errRangeEnd = errors.New("end of the range")
+
+// rangeEnds finds the sub-chain of rng in tenant's chain: the chain head
+// before the first entry whose HLC is in rng (start), and the seq of the
+// last such entry (0: none is).
+func rangeEnds(tx fsm.ReadTx, tenant string, rng *bundle.Range) (start fsm.ChainHead, last uint64, err error) {
+	var prev fsm.ChainHead
+	err = tx.ChainEvents(tenant, 0, func(se *fsm.StoredEvent) error {
+		if rng.Contains(se.HLC) {
+			if last == 0 {
+				start = prev
+			}
+			last = se.Seq
+		}
+		prev = fsm.ChainHead{Seq: se.Seq, Link: se.Link}
+		return nil
+	})
+	return start, last, err
 }
 
 // abortStream ends a streamed answer that failed after its status went

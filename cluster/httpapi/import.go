@@ -66,7 +66,8 @@ func (sv *Server) handleImport(w http.ResponseWriter, r *http.Request, c *call) 
 		events = append(events, *e.Stored)
 		return nil
 	}})
-	out := api.ImportResponse{Tenant: rep.Manifest.Tenant, BundleID: rep.Manifest.BundleID, Entries: rep.Entries, Signers: rep.Signers}
+	out := api.ImportResponse{Tenant: rep.Manifest.Tenant, BundleID: rep.Manifest.BundleID, Entries: rep.Entries, Signers: rep.Signers,
+		Checkpoints: rep.Checkpoints}
 	if verr != nil {
 		var ae *httpx.APIError
 		var be *bundle.BreakError

@@ -127,14 +127,28 @@ func readSmallFile(path string) ([]byte, error) {
 
 // verifyResult is `bundle verify -o json`'s output.
 type verifyResult struct {
-	OK       bool               `json:"ok"`
-	File     string             `json:"file"`
-	Format   string             `json:"format"` // bundle or ndjson
-	Manifest any                `json:"manifest,omitempty"`
-	Entries  uint64             `json:"entries"`
-	Signers  []string           `json:"signers,omitempty"`
-	Trusted  bool               `json:"trusted"`
-	Error    *verifyResultError `json:"error,omitempty"`
+	OK       bool     `json:"ok"`
+	File     string   `json:"file"`
+	Format   string   `json:"format"` // bundle or ndjson
+	Manifest any      `json:"manifest,omitempty"`
+	Entries  uint64   `json:"entries"`
+	Signers  []string `json:"signers,omitempty"`
+	Trusted  bool     `json:"trusted"`
+	// Version is the bundle's format version; Start, when set, where a
+	// bundle that starts mid-chain starts (its first previous link,
+	// taken as given); Checkpoints and CheckpointsSigned how many
+	// checkpoints verified.
+	Version           int                `json:"version,omitempty"`
+	Start             *startPoint        `json:"start,omitempty"`
+	Checkpoints       uint64             `json:"checkpoints"`
+	CheckpointsSigned uint64             `json:"checkpoints_signed"`
+	Error             *verifyResultError `json:"error,omitempty"`
+}
+
+// startPoint is where a mid-chain bundle starts.
+type startPoint struct {
+	Seq  uint64 `json:"seq"`
+	Link string `json:"link"`
 }
 
 type verifyResultError struct {
@@ -217,6 +231,10 @@ func verifyFile(path string, pub ed25519.PublicKey) (*verifyResult, error) {
 	}
 	rep, err := bundle.Verify(r, bundle.VerifyConfig{PublicKey: pub})
 	res.Entries, res.Signers, res.Trusted = rep.Entries, rep.Signers, rep.Trusted
+	res.Version, res.Checkpoints, res.CheckpointsSigned = rep.Version, rep.Checkpoints, rep.CheckpointsSigned
+	if rep.Start.Seq > 0 {
+		res.Start = &startPoint{Seq: rep.Start.Seq, Link: rep.Start.Link.String()}
+	}
 	if rep.Manifest.Format != "" {
 		res.Manifest = rep.Manifest
 	}
@@ -242,22 +260,55 @@ func printVerify(w io.Writer, res *verifyResult, output string) error {
 	case bundle.Manifest:
 		t.row("tenant", orDash(m.Tenant))
 		t.row("bundle id", m.BundleID)
+		t.row("format version", m.Version)
 		t.row("entries", m.Count)
+		t.row("start", startText(res))
 		t.row("chain head", fmt.Sprintf("seq %d link %s", m.ChainHead.Seq, m.ChainHead.Link))
 		t.row("hlc", fmt.Sprintf("%s .. %s", m.FirstHLC, m.LastHLC))
+		if m.Range != nil {
+			t.row("exported range", fmt.Sprintf("%s .. %s (inclusive)", m.Range.From, m.Range.To))
+		}
 		t.row("created", fmt.Sprintf("%s by %s", m.CreatedAt, orDash(m.CreatedBy)))
 		t.row("entries sha256", m.EntriesSHA256)
+		t.row("checkpoints", checkpointsText(res))
 		t.row("signature", signatureText(res))
 	case bundle.NDJSONManifest:
 		t.row("tenant", orDash(m.Tenant))
 		t.row("bundle id", m.BundleID)
 		t.row("lines", m.Count)
+		if m.Start.Seq > 0 {
+			t.row("start", fmt.Sprintf("mid-chain, after seq %d (link %s): taken as given", m.Start.Seq, m.Start.Link))
+		}
+		if m.Range != nil {
+			t.row("range", fmt.Sprintf("%s .. %s (inclusive): only the events in it, seqs may have gaps", m.Range.From, m.Range.To))
+		}
 		t.row("chain head", fmt.Sprintf("seq %d link %s", m.ChainHead.Seq, m.ChainHead.Link))
 		t.row("hlc", fmt.Sprintf("%s .. %s", m.FirstHLC, m.LastHLC))
 		t.row("sha256", m.SHA256)
 		t.row("signature", "none (NDJSON is not signed)")
 	}
 	return t.flush()
+}
+
+func startText(res *verifyResult) string {
+	if res.Start == nil {
+		return "genesis"
+	}
+	return fmt.Sprintf("mid-chain, after seq %d (link %s): the first previous link is taken as given", res.Start.Seq, res.Start.Link)
+}
+
+func checkpointsText(res *verifyResult) string {
+	switch {
+	case res.Version < 2:
+		return "none (a version 1 bundle has none)"
+	case res.Checkpoints == 0:
+		return "none (no complete batch of 1000 entries)"
+	case res.CheckpointsSigned == 0:
+		return fmt.Sprintf("%d verified (roots, links, counts), unsigned", res.Checkpoints)
+	case res.Trusted:
+		return fmt.Sprintf("%d verified (roots, links, counts), %d signed by the trusted key", res.Checkpoints, res.CheckpointsSigned)
+	}
+	return fmt.Sprintf("%d verified (roots, links, counts), %d signed by the key the bundle carries", res.Checkpoints, res.CheckpointsSigned)
 }
 
 func signatureText(res *verifyResult) string {
@@ -319,7 +370,8 @@ func writeAtomically(out string, write func(w io.Writer) error) error {
 }
 
 func newBundleMergeCmd() *cobra.Command {
-	var out, sign, pubkey, createdBy string
+	var out, sign, pubkey, createdBy, tempDir string
+	var runEntries int
 	cmd := &cobra.Command{
 		Use:   "merge A B ... -o OUT",
 		Short: "Merge bundles of one tenant by HLC total order into one (duplicates dropped, a body conflict refused); the output depends only on the set of inputs",
@@ -344,15 +396,16 @@ func newBundleMergeCmd() *cobra.Command {
 			var res bundle.MergeResult
 			err = writeAtomically(out, func(w io.Writer) error {
 				var err error
-				res, err = bundle.Merge(w, srcs, bundle.MergeConfig{CreatedBy: createdBy, Signer: signer, PublicKey: pub})
+				res, err = bundle.Merge(w, srcs, bundle.MergeConfig{CreatedBy: createdBy, Signer: signer, PublicKey: pub,
+					RunEntries: runEntries, NewRunFile: tempRunFiles(tempDir)})
 				return err
 			})
 			if err != nil {
 				return fmt.Errorf("merge: %w", err)
 			}
 			m := res.Manifest
-			fmt.Fprintf(cmd.OutOrStdout(), "merged %d bundles of tenant %q: %d entries read, %d duplicates dropped, %d written to %s (head seq %d link %s)\n",
-				res.Inputs, m.Tenant, res.Read, res.Duplicates, m.Count, out, m.ChainHead.Seq, m.ChainHead.Link)
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %d bundles of tenant %q: %d entries read, %d duplicates dropped, %d written to %s (head seq %d link %s); the inputs' checkpoints dropped, %d recomputed over the merged chain%s\n",
+				res.Inputs, m.Tenant, res.Read, res.Duplicates, m.Count, out, m.ChainHead.Seq, m.ChainHead.Link, m.Checkpoints, runsText(res.Runs))
 			return nil
 		},
 	}
@@ -360,7 +413,32 @@ func newBundleMergeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&sign, "sign", "", "private key file (PEM or base64) to sign the merged bundle with")
 	cmd.Flags().StringVar(&pubkey, "pubkey", "", "public key file that must have signed every input")
 	cmd.Flags().StringVar(&createdBy, "created-by", "", "the merged manifest's created_by (default "+bundle.DefaultMergeCreatedBy+")")
+	cmd.Flags().IntVar(&runEntries, "run-entries", bundle.DefaultMergeRunEntries,
+		"entries sorted in memory (112 bytes each); past it the merge sorts runs in temporary files (same output)")
+	cmd.Flags().StringVar(&tempDir, "temp-dir", "", "directory of an external merge's temporary files (default: the system's)")
 	return cmd
+}
+
+// runFile is a merge's run file, removed when closed.
+type runFile struct{ *os.File }
+
+func (f runFile) Close() error {
+	err := f.File.Close()
+	if rerr := os.Remove(f.Name()); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// tempRunFiles makes an external merge's run files in dir.
+func tempRunFiles(dir string) func() (bundle.RunFile, error) {
+	return func() (bundle.RunFile, error) {
+		f, err := os.CreateTemp(dir, "strata-merge-*.run")
+		if err != nil {
+			return nil, err
+		}
+		return runFile{f}, nil
+	}
 }
 
 func newBundleNDJSONCmd() *cobra.Command {
@@ -400,4 +478,11 @@ func newBundleNDJSONCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write the NDJSON to, - for stdout")
 	cmd.Flags().StringVar(&pubkey, "pubkey", "", "public key file that must have signed the bundle")
 	return cmd
+}
+
+func runsText(runs int) string {
+	if runs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; sorted on disk in %d runs", runs)
 }

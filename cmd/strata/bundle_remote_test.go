@@ -18,7 +18,7 @@ func TestBundleExportImport_AgainstTheAPI(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == "GET" && r.URL.Path == "/v1/export" && r.URL.Query().Get("tenant") == "acme":
-			_, _ = io.WriteString(w, "BUNDLE-BYTES")
+			_, _ = io.WriteString(w, "BUNDLE-BYTES"+r.URL.Query().Get("from_hlc")+r.URL.Query().Get("to_hlc"))
 		case r.Method == "POST" && r.URL.Path == "/v1/import":
 			b, _ := io.ReadAll(r.Body)
 			imported = append(imported, string(b)+"?"+r.URL.RawQuery)
@@ -38,6 +38,19 @@ func TestBundleExportImport_AgainstTheAPI(t *testing.T) {
 	wantCode(t, code, exitOK, errOut)
 	if b, err := os.ReadFile(out); err != nil || string(b) != "BUNDLE-BYTES" {
 		t.Fatalf("exported file: %q %v", b, err)
+	}
+	// An HLC range goes to the API as from_hlc and to_hlc; a bad one is
+	// refused before any call.
+	ranged := filepath.Join(dir, "ranged.bundle")
+	_, errOut, code = runCLI(t, "", "bundle", "export", "--addr", addr, "--token", testToken, "--tenant", "acme", "-o", ranged,
+		"--from-hlc", "1700000000000:0:1", "--to-hlc", "1700000000999")
+	wantCode(t, code, exitOK, errOut)
+	if b, err := os.ReadFile(ranged); err != nil || string(b) != "BUNDLE-BYTES1700000000000:0:11700000000999" {
+		t.Fatalf("ranged export: %q %v", b, err)
+	}
+	for _, bad := range [][]string{{"--from-hlc", "yesterday"}, {"--from-hlc", "5", "--to-hlc", "4"}, {"--to-hlc", "1:2"}} {
+		_, errOut, code = runCLI(t, "", append([]string{"bundle", "export", "--addr", addr, "--token", testToken, "--tenant", "acme", "-o", ranged}, bad...)...)
+		wantCode(t, code, exitUsage, errOut)
 	}
 	_, errOut, code = runCLI(t, "", "bundle", "export", "--addr", addr, "--token", testToken, "--tenant", "globex", "-o", filepath.Join(dir, "g.bundle"))
 	wantCode(t, code, exitError, errOut)

@@ -202,6 +202,17 @@ func TestBundleMerge_OrderIndependentAndRefusesConflicts(t *testing.T) {
 	if !bytes.Equal(must(os.ReadFile("ab.bundle")), must(os.ReadFile("ba.bundle"))) {
 		t.Fatal("merging b, a gave other bytes than a, b")
 	}
+	// The external merge (runs of 16 entries in --temp-dir) writes the
+	// same bytes and leaves no file behind.
+	tmp := t.TempDir()
+	out, errOut, code = runCLI(t, "", "bundle", "merge", "a.bundle", "b.bundle", "-o", "ext.bundle", "--run-entries", "16", "--temp-dir", tmp)
+	wantCode(t, code, exitOK, errOut)
+	if !bytes.Equal(must(os.ReadFile("ab.bundle")), must(os.ReadFile("ext.bundle"))) || !strings.Contains(out, "sorted on disk") {
+		t.Fatalf("the external merge gave other bytes: %s", out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("%d temporary files left", len(left))
+	}
 	_, errOut, code = runCLI(t, "", "bundle", "verify", "ab.bundle")
 	wantCode(t, code, exitOK, errOut)
 
@@ -270,3 +281,43 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+
+// A bundle that starts mid-chain (an HLC-range export) verifies, and the
+// output says where it starts and that its first previous link is taken
+// as given; the checkpoints verified are counted.
+func TestBundleVerify_MidChainAndCheckpoints(t *testing.T) {
+	isolate(t)
+	chain := testChain(t, 3, 6000)
+	if len(chain) < bundle.CheckpointEvents+20 {
+		t.Skipf("chain of %d", len(chain))
+	}
+	from := 10
+	var buf bytes.Buffer
+	_, err := bundle.WriteChain(&buf, bundle.WriterConfig{Tenant: "acme", CreatedAt: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC), CreatedBy: "g1",
+		Start: fsm.ChainHead{Seq: chain[from-1].Seq, Link: chain[from-1].Link}},
+		func(fn func(*fsm.StoredEvent) error) error {
+			for _, se := range chain[from:] {
+				if err := fn(se); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("mid.bundle", buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "", "bundle", "verify", "mid.bundle")
+	wantCode(t, code, exitOK, errOut)
+	if !strings.Contains(out, "mid-chain, after seq "+itoa(from)) || !strings.Contains(out, "taken as given") {
+		t.Fatalf("stdout %q", out)
+	}
+	writeTestBundle(t, "whole.bundle", chain, false, nil)
+	out, errOut, code = runCLI(t, "", "bundle", "verify", "whole.bundle")
+	wantCode(t, code, exitOK, errOut)
+	if !strings.Contains(out, itoa(len(chain)/bundle.CheckpointEvents)+" verified") || !strings.Contains(out, "genesis") {
+		t.Fatalf("stdout %q", out)
+	}
+}

@@ -22,6 +22,9 @@ type ImportResponse struct {
 	// Signers are the key ids that signed the manifest; Trusted is false
 	// here (the API has no trusted key yet: verify offline with --pubkey).
 	Signers []string `json:"signers,omitempty"`
+	// Checkpoints is how many of the bundle's checkpoints verified (root,
+	// links, count, and signature against the keys the bundle carries).
+	Checkpoints uint64 `json:"checkpoints"`
 	// Forced lists the verification failures force skipped.
 	Forced     string `json:"forced,omitempty"`
 	Applied    int    `json:"applied"`
@@ -35,12 +38,25 @@ type ImportResponse struct {
 // answers; it returns the bytes written. A cut stream is an error (and a
 // bundle cut short does not verify).
 func (c *Client) Export(ctx context.Context, tenant, format string, dst io.Writer) (int64, error) {
+	return c.ExportRange(ctx, tenant, format, "", "", dst)
+}
+
+// ExportRange is Export of the HLC range fromHLC..toHLC (inclusive;
+// either may be empty: no bound), as GET /v1/export's from_hlc and
+// to_hlc take them (bundle.ParseRange).
+func (c *Client) ExportRange(ctx context.Context, tenant, format, fromHLC, toHLC string, dst io.Writer) (int64, error) {
 	if err := checkID("tenant", tenant); err != nil {
 		return 0, err
 	}
 	q := url.Values{"tenant": {tenant}}
 	if format != "" {
 		q.Set("format", format)
+	}
+	if fromHLC != "" {
+		q.Set("from_hlc", fromHLC)
+	}
+	if toHLC != "" {
+		q.Set("to_hlc", toHLC)
 	}
 	resp, err := c.stream(ctx, http.MethodGet, "/v1/export?"+q.Encode(), nil)
 	if err != nil {
