@@ -191,7 +191,8 @@ func (d *dataPlane) close() {
 }
 
 // run stages what was folded every dataPlaneStageInterval and commits
-// the aggregates every data_plane_commit_interval; at the end it stops the
+// the aggregates every data_plane_commit_interval, in the background so
+// that staging never waits behind a commit; at the end it stops the
 // receiver and commits what it folded last.
 func (d *dataPlane) run(ctx context.Context) {
 	stage := time.NewTicker(dataPlaneStageInterval)
@@ -200,6 +201,8 @@ func (d *dataPlane) run(ctx context.Context) {
 	defer flush.Stop()
 	live := time.NewTicker(livePushInterval)
 	defer live.Stop()
+	done := make(chan commitResult, 1)
+	inFlight := false
 	for {
 		select {
 		case <-stage.C:
@@ -209,13 +212,23 @@ func (d *dataPlane) run(ctx context.Context) {
 				d.push.Send(&livestats.Push{Node: d.n.cfg.NodeID, Region: d.n.cfg.Region, Samples: samples}, dropped)
 			}
 		case <-flush.C:
-			d.stageOnce(ctx)
-			d.flushOnce(ctx)
+			if !inFlight {
+				d.stageOnce(ctx)
+				inFlight = d.startCommit(ctx, done)
+			}
+		case r := <-done:
+			inFlight = false
+			d.commitDone(r)
 		case <-ctx.Done():
 			d.close()
+			if inFlight {
+				d.commitDone(<-done) // cut short by ctx: what failed is pending again
+			}
 			fctx, cancel := context.WithTimeout(context.Background(), dataPlaneFinalFlush)
 			d.drain()
-			d.flushOnce(fctx)
+			if d.startCommit(fctx, done) {
+				d.commitDone(<-done)
+			}
 			cancel()
 			return
 		}
@@ -234,56 +247,82 @@ func (d *dataPlane) drain() []progress.Progress {
 	return changed
 }
 
-// flushOnce commits the pending aggregates as ledger events at LOCAL
-// (they climb to the regional ledger) and, once all of them are in the
-// NodeWAL as ledger records, releases the staged records they cover;
-// every few flushes it forgets the aggregates of leases that ended.
-func (d *dataPlane) flushOnce(ctx context.Context) {
-	start := time.Now()
-	if len(d.pending) > 0 {
-		d.submit(ctx)
-		d.flush.Observe(time.Since(start).Seconds())
+// commitResult is what a background commit hands back to the loop.
+type commitResult struct {
+	failed []httpapi.DataPlaneUpdate // not in the NodeWAL: pending again
+	held   []wal.LSN                 // the staged records it covers
+}
+
+// startCommit hands the pending aggregates and the staged records that
+// hold them to a background commit, which answers on done, and starts a
+// new staging epoch; false when there was nothing to commit (the staged
+// records are then released at once).
+func (d *dataPlane) startCommit(ctx context.Context, done chan<- commitResult) bool {
+	if len(d.pending) == 0 {
+		d.commitDone(commitResult{held: d.held})
+		d.held = nil
+		return false
 	}
-	if len(d.pending) == 0 { // all of it is in ledger records (or was refused)
-		d.n.pipe.Release(d.held)
-		d.held = d.held[:0]
-	}
+	ups, held := pendingUpdates(d.pending), d.held
+	d.pending, d.held = make(map[aggKey]progress.Progress, len(d.pending)), nil
 	d.stager.NewEpoch()
+	go func() { done <- d.commit(ctx, ups, held) }()
+	return true
+}
+
+// commitDone takes a commit's result on the loop: the staged records it
+// covers are released once every aggregate of it is in the NodeWAL as
+// ledger records (or was refused); what failed is pending again, and the
+// records stay held until it is committed. Every few commits it forgets
+// the aggregates of leases that ended.
+func (d *dataPlane) commitDone(r commitResult) {
+	for _, u := range r.failed {
+		p := progress.Progress{Workflow: u.Workflow, Worker: u.Worker, Fence: u.Fence, Completed: u.Completed, Failed: u.Failed}
+		k := aggKey{p.Workflow, p.Worker}
+		if cur, ok := d.pending[k]; ok {
+			p = maxProgress(cur, p)
+		}
+		d.pending[k] = p
+	}
+	if len(r.failed) == 0 {
+		d.n.pipe.Release(r.held)
+	} else {
+		d.held = append(d.held, r.held...)
+	}
 	if d.flushes++; d.flushes%dataPlaneSweepEvery == 0 {
 		d.sweep()
 	}
 }
 
-// submit proposes the pending aggregates at LOCAL, in batches of at most
-// dataPlaneBatchEvents; an aggregate the ledger check refuses is dropped
-// from pending (its lease moved on), one whose Submit failed stays for
-// the next flush.
-func (d *dataPlane) submit(ctx context.Context) {
-	ups := pendingUpdates(d.pending)
+// commit proposes ups at LOCAL as WorkflowProgress events, in batches of
+// at most dataPlaneBatchEvents, off the loop (it touches none of its
+// maps); an update the ledger check refuses is dropped (its lease moved
+// on), one whose Submit failed is returned.
+func (d *dataPlane) commit(ctx context.Context, ups []httpapi.DataPlaneUpdate, held []wal.LSN) commitResult {
+	start := time.Now()
+	defer func() { d.flush.Observe(time.Since(start).Seconds()) }()
 	events, passed, err := d.n.api.DataPlaneEvents(ups)
 	if err != nil {
-		d.n.log.Warn("progress flush: read ledger", "err", err)
-		return
+		d.n.log.Warn("progress commit: read ledger", "err", err)
+		return commitResult{failed: ups, held: held}
 	}
-	var owners []aggKey // owners[k]: the aggregate of events[k]
+	var owners []httpapi.DataPlaneUpdate // owners[k]: the update of events[k]
 	for i, u := range ups {
-		if k := (aggKey{u.Workflow, u.Worker}); passed[i] {
-			owners = append(owners, k)
-		} else {
-			delete(d.pending, k)
+		if passed[i] {
+			owners = append(owners, u)
 		}
 	}
+	var failed []httpapi.DataPlaneUpdate
 	for lo := 0; lo < len(events); lo += dataPlaneBatchEvents {
 		hi := min(lo+dataPlaneBatchEvents, len(events))
 		if _, err := d.n.pipe.Submit(ctx, events[lo:hi], commit.DurabilityLocal); err != nil {
-			d.n.log.Warn("progress flush: submit", "events", hi-lo, "err", err)
+			d.n.log.Warn("progress commit: submit", "events", hi-lo, "err", err)
+			failed = append(failed, owners[lo:hi]...)
 			continue
 		}
 		d.localEvents.Add(float64(hi - lo))
-		for _, k := range owners[lo:hi] {
-			delete(d.pending, k)
-		}
 	}
+	return commitResult{failed: failed, held: held}
 }
 
 // pendingUpdates is pending as the worker API's updates, in a stable
