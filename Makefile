@@ -71,6 +71,17 @@ bench-compare:
 bench-progress: build
 	GO="$(GO)" STRATA_BIN="$(CURDIR)/bin/strata" test/bench/progress.sh
 
+# Regional ↔ global anti-entropy end to end: `strata dev` (from `make
+# build`) without workers, AE_JOBS jobs (default 100000; AE_JOBS=1000000 for
+# the issue's figure) loaded into one region, then idle rounds and rounds
+# repairing AE_DIFFS (default 10) forwards lost by fault injection, and the
+# tree rebuild of a restarted manager; prints a Markdown table for
+# BENCHMARKS.md's "## Anti-entropy (issue 13)". Knobs: test/bench/antientropy.sh.
+AE_JOBS ?= 100000
+.PHONY: bench-antientropy
+bench-antientropy: build
+	AE_JOBS="$(AE_JOBS)" STRATA_BIN="$(CURDIR)/bin/strata" test/bench/antientropy.sh
+
 # Long crash test: WAL_KILL_CYCLES SIGKILLs of a NodeWAL writer process, each
 # followed by recovery and a check of every acknowledged record; prints the
 # seed (STRATA_WAL_CRASH_SEED=<seed> replays a schedule).

@@ -95,11 +95,39 @@ type Compare struct {
 	rounds   int
 	started  bool
 	done     bool
+	limit    int  // 0: none (SetLimit)
+	cut      bool // a differing node was left undescended (Truncated)
 }
 
 // NewCompare starts a comparison of local with a peer's tree.
 func NewCompare(local *Tree) *Compare {
 	return &Compare{local: local, peer: map[uint32]pair{}, partial: map[uint32][]Item{}, diffs: map[string]struct{}{}}
+}
+
+// SetLimit bounds the differing subtrees the comparison descends into,
+// for a caller that acts on at most about n differences at a time: once n
+// nodes and leaves wait to be asked or differences are found, a further
+// differing node is left undescended and Truncated reports true. Each
+// level then asks for at most about n nodes, so a comparison ends in
+// about the tree's depth of rounds, with bytes that grow with n, however
+// many jobs differ. Differences then lists at least min(n, all) of them
+// (every subtree descended holds one) and never one that does not differ,
+// the trees staying put; more differences than that take several
+// comparisons, each finding others once the previous ones are repaired.
+// n <= 0: no limit. Call it before Start.
+func (c *Compare) SetLimit(n int) { c.limit = n }
+
+// Truncated reports whether the limit left differing nodes undescended:
+// Differences is then a part of what differs.
+func (c *Compare) Truncated() bool { return c.cut }
+
+// full reports whether the limit forbids descending into one more node.
+func (c *Compare) full() bool {
+	if c.limit > 0 && len(c.nodes)+len(c.leaves)+len(c.diffs) >= c.limit {
+		c.cut = true
+		return true
+	}
+	return false
 }
 
 // Start returns the first Request: the root's hash.
@@ -188,7 +216,7 @@ type pair struct{ peer, local sum }
 // visit compares node n, whose local sum is local, with the peer's hash h
 // and schedules its descent.
 func (c *Compare) visit(n uint32, h, local sum) {
-	if local == h {
+	if local == h || c.full() {
 		return
 	}
 	switch {

@@ -262,3 +262,111 @@ func TestCompare_PeerCannotSendEndlessLeaf(t *testing.T) {
 		}
 	}
 }
+
+// exchangeLimited is exchange with Compare.SetLimit(limit); it also
+// returns Truncated.
+func exchangeLimited(t testing.TB, local, peer *Tree, limit int) (diffs []string, rounds, bytes int, truncated bool) {
+	t.Helper()
+	c := NewCompare(local)
+	c.SetLimit(limit)
+	req := c.Start()
+	for {
+		page, err := Answer(peer, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qb, err := req.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, err := page.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bytes += len(qb) + len(pb)
+		next, done, err := c.Step(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			return c.Differences(), c.Rounds(), bytes, c.Truncated()
+		}
+		req = next
+	}
+}
+
+// TestCompare_LimitBoundsRoundsAndBytes: 100,000 differing jobs at the
+// default depth take 150 round trips and 22 MB without a limit (more than
+// a regional round allows, so such a round never repaired anything); with
+// SetLimit(1000) the comparison ends in depth+2 round trips and finds
+// about 1,000 of them, every one a real difference.
+func TestCompare_LimitBoundsRoundsAndBytes(t *testing.T) {
+	const jobs, limit = 100_000, 1_000
+	a, b := newLedger(jobs), ledger{}
+	for id := range a {
+		b[id] = digestOf(id, 1)
+	}
+	ta, tb := treeOf(t, DefaultDepth, a), treeOf(t, DefaultDepth, b)
+	_, unlimited, _, cut := exchangeLimited(t, ta, tb, 0)
+	if cut || unlimited <= 100 {
+		t.Fatalf("without a limit: %d rounds, truncated %v; want > 100, false", unlimited, cut)
+	}
+	diffs, rounds, bytes, cut := exchangeLimited(t, ta, tb, limit)
+	if !cut || rounds > DefaultDepth+2 || len(diffs) < limit || len(diffs) > 2*limit || bytes > 2*limit*DefaultDepth*32 {
+		t.Fatalf("with limit %d: %d differences in %d rounds, %d bytes, truncated %v", limit, len(diffs), rounds, bytes, cut)
+	}
+	for _, id := range diffs {
+		if _, ok := a[id]; !ok {
+			t.Fatalf("%q reported but not a difference", id)
+		}
+	}
+	t.Logf("unlimited: %d rounds; limit %d: %d differences, %d rounds, %d bytes", unlimited, limit, len(diffs), rounds, bytes)
+}
+
+// TestCompare_LimitedComparisonsFindEveryDifference: comparisons with a
+// limit, each followed by the repair of what it found, find every
+// difference brute force finds, none twice, and end with equal trees.
+func TestCompare_LimitedComparisonsFindEveryDifference(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 3))
+	const depth, limit = 14, 100
+	base := newLedger(20_000)
+	a, b := base.clone(), base.clone()
+	diverge(r, a, b, 1_500)
+	ta, tb := treeOf(t, depth, a), treeOf(t, depth, b)
+	want := bruteDiff(a, b)
+	var found []string
+	for range len(want)/limit + 10 {
+		diffs, _, _, cut := exchangeLimited(t, ta, tb, limit)
+		if len(diffs) == 0 {
+			break
+		}
+		if len(diffs) < min(limit, len(want)-len(found)) || !cut && len(found)+len(diffs) != len(want) {
+			t.Fatalf("a comparison found %d differences (truncated %v) with %d of %d left", len(diffs), cut, len(want)-len(found), len(want))
+		}
+		for _, id := range diffs {
+			da, inA := a[id]
+			db, inB := b[id]
+			switch {
+			case inA && inB && da == db:
+				t.Fatalf("%q reported but equal", id)
+			case inA:
+				b[id] = da
+			default:
+				a[id] = db
+			}
+			for _, side := range []struct {
+				l  ledger
+				tr *Tree
+			}{{a, ta}, {b, tb}} {
+				if err := side.tr.Set(id, side.l[id]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			found = append(found, id)
+		}
+	}
+	slices.Sort(found)
+	if !slices.Equal(found, want) || ta.Root() != tb.Root() {
+		t.Fatalf("found %d differences, want %d; roots equal %v", len(found), len(want), ta.Root() == tb.Root())
+	}
+}

@@ -29,7 +29,10 @@ const (
 	RoundTimeout = 2 * time.Minute
 	// MaxRepairsPerRound bounds the jobs one round sends again, so a
 	// round's work is bounded whatever the divergence; the next round
-	// takes the rest.
+	// takes the rest. It also bounds the comparison (Compare.SetLimit):
+	// a round descends into about this many differing subtrees, so it
+	// ends within maxCompareSteps however many jobs differ (a region
+	// whose forwarding lags by 100k jobs, say), and reports those it found.
 	MaxRepairsPerRound = 1_000
 	// repairBatchEvents bounds one delivery of a repair: well under
 	// fsm.MaxBatchBytes even with the largest progress reports.
@@ -205,6 +208,7 @@ func (s *Syncer) compare(ctx context.Context, gate string) ([]string, int, error
 		return nil, 0, err
 	}
 	c := antientropy.NewCompare(local)
+	c.SetLimit(MaxRepairsPerRound)
 	req := c.Start()
 	exchanged := 0
 	for range maxCompareSteps {
