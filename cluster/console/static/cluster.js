@@ -88,6 +88,7 @@ export function clusterView(ctx) {
   }
 
   function aePair(p) {
+    if (!p.rounds && p.kind === 'regional-global') return kv(p.kind, h('span', {}, badge('pending'), ' no round yet'));
     const when = p.rounds ? ago(Date.now() - Date.parse(p.last_round)) + ' ago' : 'no round yet';
     return kv(p.kind, h('span', {}, badge(p.error ? 'error' : p.roots_equal ? 'equal' : 'differ'),
       ' ' + when + ', ' + num(p.rounds) + ' rounds, ' + num(p.differences) + ' diff, ' + num(p.repaired) + ' repaired',
@@ -101,17 +102,17 @@ export function clusterView(ctx) {
       const wm = (r && r.watermarks) || {};
       const lag = r ? r.commit_index - r.applied_index : null;
       return h('tr', {'data-node': n.id, 'data-state': state, class: r ? '' : 'down', title: n.error || ''},
-        h('td', {}, n.id, h('div', {class: 'muted small'}, n.role + (n.api_addr ? ' · ' + n.api_addr : ''))),
+        h('td', {}, n.id, h('div', {class: 'muted small'}, n.role + (n.api_addr ? ' · ' + n.api_addr : '')),
+          r ? h('div', {class: 'mono small', title: 'NodeWAL watermarks (LSN): last appended, and up to which every record reached REGIONAL, GLOBAL, its tier; compacted below'},
+            'WAL last ' + num(wm.last) + ' · reg ' + num(wm.regional) + ' · glob ' + num(wm.global) + ' · tier ' + num(wm.tier) + ' · comp ' + num(wm.compacted)) : null),
         h('td', {}, badge(state)),
         h('td', {class: 'num'}, r ? num(r.term) : '–'),
         h('td', {class: 'num'}, r ? num(r.commit_index) : '–'),
         h('td', {class: 'num'}, r ? num(r.applied_index) : '–'),
         h('td', {class: 'num' + (lag > 100 ? ' warn' : '')}, r ? num(lag) : '–'),
-        h('td', {class: 'num'}, r ? (r.state === 'Leader' ? 'leader' : ago(r.last_contact_ms)) : '–'),
-        h('td', {class: 'num mono small', title: 'last / regional / global / tier / compacted'},
-          r ? [wm.last, wm.regional, wm.global, wm.tier, wm.compacted].map((x) => num(x)).join(' / ') : '–'));
+        h('td', {class: 'num'}, r ? (r.state === 'Leader' ? 'leader' : ago(r.last_contact_ms)) : '–'));
     });
-    return table(['node', 'raft', 'term', 'commit', 'applied', 'lag', 'contact', 'NodeWAL last/reg/glob/tier/comp'], rows, 'grid nodes');
+    return table(['node', 'raft', 'term', 'commit', 'applied', 'lag', 'contact'], rows, 'grid nodes');
   }
 
   return {

@@ -12,6 +12,7 @@ const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']);
 const LIST_REFRESH_MS = 3000;
 const WORKFLOWS_REFRESH_MS = 3000;
 const EVENTS_PAGE = 200;
+const NOT_FOUND_RETRIES = 8; // about 10 s of backoff
 
 // The list's filters and page survive leaving the view.
 const listState = {tenant: '', status: '', region: '', limit: '25', cursors: ['']};
@@ -90,7 +91,7 @@ export function jobView(ctx, id) {
   const el = h('section', {class: 'job'});
   const head = h('div', {}), regions = h('div', {}), cancelBox = h('div', {}), wfBox = h('div', {}), evBox = h('div', {});
   const ctl = new AbortController();
-  let job = null, live = {}, stopped = false, wfTimer = 0, eventsSeen = -1, reconnects = 0;
+  let job = null, live = {}, stopped = false, wfTimer = 0, eventsSeen = -1, reconnects = 0, notFound = 0;
   const wf = new Map(); // region -> WorkflowList or {error}
 
   replace(el, h('p', {}, h('a', {href: '#/jobs'}, '← Jobs')), head, regions, cancelBox,
@@ -142,6 +143,7 @@ export function jobView(ctx, id) {
   function onState(s) {
     job = s;
     if (s.live) live = s.live;
+    ctx.status('watching ' + id + ': ' + s.status);
     renderHead(); renderRegions(); renderCancel();
     if (s.events !== eventsSeen) { eventsSeen = s.events; loadEvents(); }
   }
@@ -164,7 +166,9 @@ export function jobView(ctx, id) {
         }
       } catch (e) {
         if (stopped) return;
-        if (e instanceof ApiError && (e.status === 404 || e.status === 401 || e.status === 403)) {
+        // A job submitted through another node may not be applied here
+        // yet (watches read eventually): a 404 is retried for a while.
+        if (e instanceof ApiError && (e.status === 401 || e.status === 403 || (e.status === 404 && ++notFound > NOT_FOUND_RETRIES))) {
           replace(head, h('h1', {class: 'mono'}, id), h('p', {class: 'error'}, e.message));
           return;
         }
