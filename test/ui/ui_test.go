@@ -301,6 +301,21 @@ func TestConsole_InChromiumAgainstStrataDev(t *testing.T) {
 		t.Errorf("a completed job shows %d cancel buttons", n)
 	}
 
+	// The list, filtered by tenant and status, holds it; the workers of
+	// every region are live; the tenant's audit chain verifies.
+	goTo(t, ctx, "#/jobs")
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`input[name="tenant"]`), "demo"),
+		chromedp.SetValue(chromedp.CSS(`select[name="status"]`), "COMPLETED"), chromedp.Click(chromedp.CSS(".filters button"))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "the job in the filtered list", fmt.Sprintf(`document.querySelector('tr[data-job=%q]') !== null &&
+		[...document.querySelectorAll('tr[data-job]')].every((r) => r.textContent.includes('COMPLETED'))`, job), 20*time.Second)
+	goTo(t, ctx, "#/workers")
+	poll(t, ctx, "6 live workers in 3 regions", `document.querySelectorAll('.workers [data-region]').length === 3 &&
+		document.querySelectorAll('tr[data-worker] .badge.live').length === 6`, 20*time.Second)
+	goTo(t, ctx, "#/audit/demo")
+	poll(t, ctx, "demo's chain verifies", `document.querySelector('[data-chain="verified"]') !== null`, 30*time.Second)
+
 	// Cancel with a reason.
 	long := submit(t, cl, 5*time.Minute, 20)
 	goTo(t, ctx, "#/jobs/"+long)
