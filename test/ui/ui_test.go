@@ -363,4 +363,3 @@ func TestConsole_InChromiumAgainstStrataDev(t *testing.T) {
 	t.Logf("new euw1 leader shown %v after the kill", time.Since(killed).Round(10*time.Millisecond))
 	screenshot(t, ctx, "console-leader-killed.png")
 }
-
