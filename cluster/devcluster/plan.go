@@ -251,7 +251,8 @@ func (o Options) node(r, n int, region string, lanSeeds []string) NodeSpec {
 	cfg.RaftAddr = o.addr(r, n, offsetRaft)
 	cfg.GossipAddr = o.addr(r, n, offsetGossip)
 	cfg.Join = slices.Clone(lanSeeds)
-	cfg.Tokens = append([]auth.TokenConfig{{Token: o.Token, Tenant: auth.AllTenants, Scopes: slices.Clone(tokenScopes)}}, o.workerTokens()...)
+	cfg.Tokens = append([]auth.TokenConfig{{Token: o.Token, Tenant: auth.AllTenants, Scopes: slices.Clone(tokenScopes)},
+		{Token: ViewerToken(o.Token), Tenant: auth.AllTenants, Scopes: []string{string(auth.ScopeJobsRead)}}}, o.workerTokens()...)
 	cfg.ClusterToken = o.ClusterToken
 	cfg.WANLatency = o.WANLatency
 	cfg.EnableFaultInjection = o.EnableFaultInjection

@@ -167,7 +167,8 @@ func TestPlan_CarriesSettingsAndTokensToEveryNode(t *testing.T) {
 		if c.WANLatency != o.WANLatency || !c.EnableFaultInjection || c.LogLevel != "debug" || c.ClusterToken != testClusterToken {
 			t.Errorf("%s: settings not carried: %+v", s.ID(), c)
 		}
-		if len(c.Tokens) != 1 || c.Tokens[0].Token != testToken || c.Tokens[0].Tenant != auth.AllTenants {
+		if len(c.Tokens) != 2 || c.Tokens[0].Token != testToken || c.Tokens[0].Tenant != auth.AllTenants ||
+			c.Tokens[1].Token != ViewerToken(testToken) || len(c.Tokens[1].Scopes) != 1 || c.Tokens[1].Scopes[0] != string(auth.ScopeJobsRead) {
 			t.Errorf("%s: tokens %+v", s.ID(), c.Tokens)
 		}
 		if err := c.Validate(); err != nil {

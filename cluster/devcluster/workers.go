@@ -77,6 +77,16 @@ func (o Options) workerTokens() []auth.TokenConfig {
 	return out
 }
 
+// ViewerToken is the dev cluster's read-only token (jobs:read on every
+// tenant: it sees jobs, not the cluster, and cancels nothing), derived
+// from the API token as the workers' are: what the web console shows a
+// user without the write scope.
+func ViewerToken(apiToken string) string {
+	m := hmac.New(sha256.New, []byte(apiToken))
+	m.Write([]byte("strata dev viewer token v1"))
+	return "strata-viewer-" + hex.EncodeToString(m.Sum(nil)[:16])
+}
+
 // WorkerToken is worker id's token, derived from the cluster's API token
 // (HMAC-SHA256), so every node's config and the launcher agree on it
 // without another secret on disk.

@@ -18,7 +18,8 @@ import (
 // so the hops it sends itself are ignored, not obeyed.
 const headerForwardMAC = "Strata-Forwarded-Mac"
 
-// hops returns the nodes that forwarded r so far when a node of this
+// hops returns the nodes that forwarded (or relayed, at most
+// maxRelayHops) r so far when a node of this
 // cluster vouches for them; none for a call straight from a client, even
 // one that sends Strata-Forwarded-By headers of its own.
 func (sv *Server) hops(r *http.Request) []string { return trustedHops(r, sv.cfg.ClusterToken) }
@@ -26,7 +27,7 @@ func (sv *Server) hops(r *http.Request) []string { return trustedHops(r, sv.cfg.
 // trustedHops is hops for the cluster token key.
 func trustedHops(r *http.Request, key string) []string {
 	hops := r.Header.Values(api.HeaderForwardedBy)
-	if len(hops) == 0 || len(hops) > maxForwardHops {
+	if len(hops) == 0 || len(hops) > maxRelayHops {
 		return nil
 	}
 	mac, err := hex.DecodeString(r.Header.Get(headerForwardMAC))

@@ -191,6 +191,12 @@ func (sv *Server) proxy(w http.ResponseWriter, r *http.Request, addr string, bod
 			Message: fmt.Sprintf("node %s cannot serve this request and it was already forwarded by %s", sv.cfg.NodeID, strings.Join(hops, ", "))})
 		return
 	}
+	sv.send(w, r, addr, body, hops)
+}
+
+// send forwards r, which came through hops, to addr and copies the answer
+// back; the caller checked the hops.
+func (sv *Server) send(w http.ResponseWriter, r *http.Request, addr string, body []byte, hops []string) {
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		httpx.WriteError(w, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/console"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
@@ -75,7 +76,10 @@ func (sv *Server) routes() http.Handler {
 	handle("/v1/snapshot", route{"GET": g(operator, sv.handleSnapshot), "POST": g(operator, sv.handleRestoreSnapshot)})
 	handle("/v1/writes/{node}/{lsn}", route{"GET": g(token, sv.handleWriteStatus)})
 
-	handle("/v1/workers", route{"POST": g(worker, sv.handleRegisterWorker)})
+	handle("/v1/auth/whoami", route{"GET": g(token, sv.handleWhoami)})
+	// The console's one call per region for its workers (operators).
+	handle("/v1/workers", route{"POST": g(worker, sv.handleRegisterWorker),
+		"GET": g(rule{access: operatorOnly, home: regionLeader}, sv.handleListWorkers)})
 	handle("/v1/workers/{id}", route{"DELETE": g(worker, sv.handleDeregisterWorker)})
 	handle("/v1/workers/{id}/heartbeat", route{"POST": g(worker, sv.handleHeartbeat)})
 	handle("/v1/workers/{id}/leases", route{"GET": g(leases, sv.handleLeases)})
@@ -105,10 +109,20 @@ func (sv *Server) routes() http.Handler {
 	keyring := rule{access: operatorOnly, home: gates}
 	handle(api.PathKeyring, route{"GET": g(keyring, sv.handleKeyring), "POST": g(rule{access: operatorOnly, home: gates, body: true}, sv.handleKeyring)})
 	// pprof is not here: it is served on the admin listener (AdminHandler).
+	// The web console (issue 20): static files, no token (the API calls
+	// they make carry it). The files are compiled in, and the console's
+	// tests load them: failing here is a build that never passed them.
+	ui, err := console.NewHandler()
+	if err != nil {
+		panic(err)
+	}
+	files := plain(ui.ServeHTTP)
+	handle(console.Prefix, route{"GET": g(open, files), "HEAD": g(open, files)})
+	handle(console.Prefix+"/", route{"GET": g(open, files), "HEAD": g(open, files)})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
-	return mux
+	return sv.relay(mux)
 }
 
 // AdminHandler serves pprof, operator only, for the admin listener

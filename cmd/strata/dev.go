@@ -170,7 +170,11 @@ func printDevCluster(out io.Writer, c *devcluster.Cluster) {
 			gates = append(gates, "http://"+n.Config.HTTPAddr)
 		}
 	}
-	fmt.Fprintf(out, "\ntoken: %s\ncluster file: %s\n\n", c.Token(), c.ClusterFilePath())
+	fmt.Fprintf(out, "\ntoken: %s\nread-only token: %s (jobs:read)\ncluster file: %s\n", c.Token(), devcluster.ViewerToken(c.Token()), c.ClusterFilePath())
+	if len(gates) > 0 {
+		fmt.Fprintf(out, "web console: %s/ui/ (every node serves it; enter a token)\n", gates[0])
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "  export STRATA_ADDR=%s STRATA_TOKEN=%s\n", strings.Join(gates, ","), c.Token())
 	fmt.Fprintf(out, "  %s\n\nCtrl-C stops the cluster.\n", devJobExample)
 }
