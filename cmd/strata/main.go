@@ -72,6 +72,7 @@ func newRootCmd() *cobra.Command {
 		newRaftCmd(),
 		newBenchCmd(),
 		newBundleCmd(),
+		newOpenAPICmd(),
 	)
 	return root
 }
