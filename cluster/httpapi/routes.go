@@ -41,9 +41,31 @@ func (rt route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", methodLabel(r.Method), r.URL.Path, strings.Join(allowed, ", "))})
 }
 
+// Route is one registered pattern and the methods it serves: what the
+// OpenAPI document must describe (its test enumerates them).
+type Route struct {
+	Pattern string
+	Methods []string
+}
+
 func (sv *Server) routes() http.Handler {
+	mux, _ := sv.routeTable()
+	return sv.relay(mux)
+}
+
+// routeTable builds the mux and lists every pattern it registers, but
+// the catch-all.
+func (sv *Server) routeTable() (*http.ServeMux, []Route) {
 	mux := http.NewServeMux()
-	handle := func(pattern string, rt route) { mux.Handle(pattern, sv.instrument(pattern, rt)) }
+	var table []Route
+	handle := func(pattern string, rt route) {
+		mux.Handle(pattern, sv.instrument(pattern, rt))
+		table = append(table, Route{Pattern: pattern, Methods: rt.methods()})
+	}
+	handleAny := func(pattern string, h http.Handler) { // serves every method
+		mux.Handle(pattern, h)
+		table = append(table, Route{Pattern: pattern, Methods: []string{http.MethodGet}})
+	}
 	var (
 		open     = rule{access: public}
 		token    = rule{access: anyToken}
@@ -57,7 +79,10 @@ func (sv *Server) routes() http.Handler {
 	g := sv.guard
 	handle("/livez", route{"GET": g(open, sv.handleLivez)})
 	handle("/readyz", route{"GET": g(open, sv.handleReadyz)})
-	mux.Handle("/metrics", promhttp.HandlerFor(sv.cfg.Registry, promhttp.HandlerOpts{Registry: sv.cfg.Registry}))
+	handleAny("/metrics", promhttp.HandlerFor(sv.cfg.Registry, promhttp.HandlerOpts{Registry: sv.cfg.Registry}))
+	// The OpenAPI document, public like /livez.
+	handle(api.OpenAPIPath, route{"GET": g(open, sv.handleOpenAPI)})
+	handle(api.WellKnownOpenAPIPath, route{"GET": g(open, sv.handleOpenAPI)})
 
 	handle("/v1/jobs", route{"POST": g(jobWrite, sv.handleSubmitJob), "GET": g(jobRead, sv.handleListJobs)})
 	handle("/v1/jobs/{id}", route{"GET": g(jobRead, sv.handleGetJob)})
@@ -122,7 +147,7 @@ func (sv *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
-	return sv.relay(mux)
+	return mux, table
 }
 
 // AdminHandler serves pprof, operator only, for the admin listener
@@ -138,6 +163,22 @@ func (sv *Server) AdminHandler() http.Handler {
 		httpx.WriteError(w, &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such endpoint: " + r.URL.Path})
 	})
 	return sv.deadlines(mux)
+}
+
+// methods lists the methods rt serves, sorted.
+func (rt route) methods() []string {
+	ms := make([]string, 0, len(rt))
+	for m := range rt {
+		ms = append(ms, m)
+	}
+	sort.Strings(ms)
+	return ms
+}
+
+// handleOpenAPI serves the OpenAPI document (transport/api/openapi.json).
+func (sv *Server) handleOpenAPI(w http.ResponseWriter, _ *http.Request, _ *call) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(api.OpenAPI())
 }
 
 // httpMetrics are strata_http_*: requests by route and status class.

@@ -75,6 +75,7 @@ func newRootCmd() *cobra.Command {
 		newHealthCmd(),
 		newTLSCmd(),
 		newKeyringCmd(),
+		newOpenAPICmd(),
 	)
 	return root
 }
