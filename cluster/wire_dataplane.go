@@ -185,6 +185,13 @@ func (d *dataPlane) Access(worker string, joined hlc.Timestamp) api.DataPlaneAcc
 // QueueFill is the receive queue's fill (the heartbeat's backpressure).
 func (d *dataPlane) QueueFill() float64 { return d.rcv.QueueFill() }
 
+// Status is the receiver's running totals for GET /v1/cluster/raft.
+func (d *dataPlane) Status() api.DataPlaneStatus {
+	st := d.rcv.Stats()
+	return api.DataPlaneStatus{Frames: st.Frames, Updates: st.Updates, Dropped: st.Dropped,
+		QueueFill: st.QueueFill, Backpressure: st.Level.String()}
+}
+
 // close closes the receiver (once): it folds what is queued.
 func (d *dataPlane) close() {
 	d.closeOnce.Do(func() { _ = d.rcv.Close() })

@@ -107,6 +107,10 @@ func (sv *Server) raftStatus() (api.RaftGroup, error) {
 		"last": uint64(sv.cfg.WAL.LastLSN()), "regional": uint64(marks.Regional), "global": uint64(marks.Global),
 		"applied": uint64(marks.Applied), "compacted": uint64(marks.Compacted), "tier": uint64(sv.cfg.Writer.Watermark()),
 	}
+	if sv.cfg.DataPlane != nil {
+		dp := sv.cfg.DataPlane.Status()
+		g.DataPlane = &dp
+	}
 	if st, ok := sv.cfg.Workers.ForwarderStatus(); ok && sv.cfg.Consensus.IsLeader() {
 		g.Forwarder = &st
 	}

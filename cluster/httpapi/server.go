@@ -150,6 +150,8 @@ type DataPlane interface {
 	Access(worker string, joined hlc.Timestamp) api.DataPlaneAccess
 	// QueueFill is the receive queue's fill, 0 to 1 (backpressure).
 	QueueFill() float64
+	// Status is the receiver's running totals (GET /v1/cluster/raft).
+	Status() api.DataPlaneStatus
 }
 
 // Live is a gate's memory of jobs' live statistics (cluster/livestats).

@@ -250,6 +250,8 @@ func TestConsole_InChromiumAgainstStrataDev(t *testing.T) {
 		document.querySelectorAll('[data-group]').length === 4 &&
 		[...document.querySelectorAll('[data-group]')].every((g) => g.dataset.leader !== '')`
 	poll(t, ctx, "overview with 3 regions and 4 led groups", overview, 30*time.Second)
+	// Every manager's data-plane line, its rate measured from two readings.
+	poll(t, ctx, "the 9 managers' data-plane rates", `[...document.querySelectorAll('[data-dataplane]')].filter((e) => /[0-9,]+ upd\/s/.test(e.textContent)).length === 9`, 30*time.Second)
 
 	// Page weight of a cold load (the browser's first), then first paint of
 	// the overview: reload it signed in (the files revalidate: 304s).

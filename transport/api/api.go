@@ -252,6 +252,20 @@ type RaftGroup struct {
 	Watermarks map[string]uint64 `json:"watermarks"`
 	// Forwarder is set on a regional leader.
 	Forwarder *ForwarderStatus `json:"forwarder,omitempty"`
+	// DataPlane is set on a manager with a data_plane_addr: its progress
+	// receiver's running totals (rates come from two readings).
+	DataPlane *DataPlaneStatus `json:"data_plane,omitempty"`
+}
+
+// DataPlaneStatus is a manager's progress receiver: frames received,
+// updates folded and frames (or updates) dropped since it started, and
+// its receive queue's fill and backpressure level now.
+type DataPlaneStatus struct {
+	Frames       uint64  `json:"frames"`
+	Updates      uint64  `json:"updates"`
+	Dropped      uint64  `json:"dropped"`
+	QueueFill    float64 `json:"queue_fill"`
+	Backpressure string  `json:"backpressure"`
 }
 
 // RaftStatus is the answer to GET /v1/cluster/raft.

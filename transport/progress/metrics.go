@@ -2,6 +2,7 @@ package progress
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,6 +34,30 @@ type metrics struct {
 	updates prometheus.Counter
 	dropped map[string]prometheus.Counter
 	fold    prometheus.Histogram
+	// The same totals, readable without a scrape (Receiver.Stats).
+	nFrames, nUpdates, nDropped atomic.Uint64
+}
+
+// Stats are a receiver's running totals since it started, for status
+// pages: frames received (folded, reordered, duplicate), updates folded,
+// frames and updates dropped, and the queue's fill and level now. The
+// metrics carry the same counts.
+type Stats struct {
+	Frames, Updates, Dropped uint64
+	QueueFill                float64
+	Level                    Level
+}
+
+// frame counts one received frame by result.
+func (m *metrics) frame(result string) {
+	m.frames[result].Inc()
+	m.nFrames.Add(1)
+}
+
+// folded counts n updates folded.
+func (m *metrics) folded(n int) {
+	m.updates.Add(float64(n))
+	m.nUpdates.Add(uint64(n))
 }
 
 func newMetrics(reg prometheus.Registerer, fill func() float64) (*metrics, error) {
@@ -85,6 +110,7 @@ func newMetrics(reg prometheus.Registerer, fill func() float64) (*metrics, error
 // conn_limit) dropped for reason.
 func (m *metrics) drop(reason string, n int) {
 	m.dropped[reason].Add(float64(n))
+	m.nDropped.Add(uint64(n))
 	if reason != ReasonStaleFence && reason != ReasonConnLimit {
 		m.frames[ResultDropped].Add(float64(n))
 	}

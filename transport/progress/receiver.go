@@ -302,6 +302,13 @@ func (r *Receiver) QueueFill() float64 {
 // manager to return on heartbeats.
 func (r *Receiver) Backpressure() Level { return LevelForFill(r.QueueFill()) }
 
+// Stats returns the receiver's running totals and its queue now.
+func (r *Receiver) Stats() Stats {
+	fill := r.QueueFill()
+	return Stats{Frames: r.m.nFrames.Load(), Updates: r.m.nUpdates.Load(), Dropped: r.m.nDropped.Load(),
+		QueueFill: fill, Level: LevelForFill(fill)}
+}
+
 // Drain returns the aggregates that changed since the last Drain (see
 // Aggregates.Drain).
 func (r *Receiver) Drain() []Progress {

@@ -89,7 +89,7 @@ func (r *Receiver) foldFrame(fb *frameBuf) {
 		r.m.drop(reasonOf(err), 1)
 		return
 	}
-	r.m.frames[r.observeSeq(h)].Inc()
+	r.m.frame(r.observeSeq(h))
 	wa := r.agg.workers[h.Worker]
 	folded, stale := 0, 0
 	for i := range views {
@@ -117,7 +117,7 @@ func (r *Receiver) foldFrame(fb *frameBuf) {
 	if stale > 0 {
 		r.m.drop(ReasonStaleFence, stale)
 	}
-	r.m.updates.Add(float64(folded))
+	r.m.folded(folded)
 }
 
 func (r *Receiver) observeSeq(h Header) string {

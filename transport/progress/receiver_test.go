@@ -185,6 +185,11 @@ func TestReceiver_ForgedFramesChangeNothingAndAreCounted(t *testing.T) {
 			t.Errorf("frames_total{result=%q} = %v, want %v", result, got, want)
 		}
 	}
+	// Stats carries the same totals as the metrics.
+	st := r.Stats()
+	if st.Frames != 4 || st.Dropped != 7 || st.Updates != uint64(counterValue(t, r.m.updates)) || st.Level != LevelNone {
+		t.Errorf("stats %+v: want 4 frames received, 7 dropped, updates %v", st, counterValue(t, r.m.updates))
+	}
 }
 
 // TestReceiver_QueueFillSetsBackpressureAndOverflowIsCounted fills the

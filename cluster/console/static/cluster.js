@@ -1,7 +1,7 @@
 // Cluster view: every region side by side, its gate and managers with
 // their Raft state, every group's leader and term and how many more
-// failures it survives, NodeWAL watermarks, the forwarder, anti-entropy,
-// and the workers' backpressure. Refreshed every REFRESH_MS, so a killed
+// failures it survives, NodeWAL watermarks, each manager's data-plane
+// rate and backpressure, the forwarder, anti-entropy, and the workers. Refreshed every REFRESH_MS, so a killed
 // leader shows within two seconds.
 
 import {call} from './api.js';
@@ -14,6 +14,7 @@ export function clusterView(ctx) {
   const el = h('section', {class: 'cluster'});
   let timer = 0, ticks = 0, stopped = false, ae = null, aeError = '';
   const workers = new Map(); // region -> WorkerList or {error}
+  const dpSeen = new Map();  // node -> {updates, dropped, at}: the last data-plane totals read
 
   async function tick() {
     const t0 = performance.now();
@@ -104,7 +105,8 @@ export function clusterView(ctx) {
       return h('tr', {'data-node': n.id, 'data-state': state, class: r ? '' : 'down', title: n.error || ''},
         h('td', {}, n.id, h('div', {class: 'muted small'}, n.role + (n.api_addr ? ' · ' + n.api_addr : '')),
           r ? h('div', {class: 'mono small', title: 'NodeWAL watermarks (LSN): last appended, and up to which every record reached REGIONAL, GLOBAL, its tier; compacted below'},
-            'WAL last ' + num(wm.last) + ' · reg ' + num(wm.regional) + ' · glob ' + num(wm.global) + ' · tier ' + num(wm.tier) + ' · comp ' + num(wm.compacted)) : null),
+            'WAL last ' + num(wm.last) + ' · reg ' + num(wm.regional) + ' · glob ' + num(wm.global) + ' · tier ' + num(wm.tier) + ' · comp ' + num(wm.compacted)) : null,
+          r && r.data_plane ? dataPlaneLine(n.id, r.data_plane) : null),
         h('td', {}, badge(state)),
         h('td', {class: 'num'}, r ? num(r.term) : '–'),
         h('td', {class: 'num'}, r ? num(r.commit_index) : '–'),
@@ -113,6 +115,21 @@ export function clusterView(ctx) {
         h('td', {class: 'num'}, r ? (r.state === 'Leader' ? 'leader' : ago(r.last_contact_ms)) : '–'));
     });
     return table(['node', 'raft', 'term', 'commit', 'applied', 'lag', 'contact'], rows, 'grid nodes');
+  }
+
+  // dataPlaneLine is a manager's progress receiver: updates folded per
+  // second since the last reading, drops, queue fill and level.
+  function dataPlaneLine(id, dp) {
+    const now = performance.now(), prev = dpSeen.get(id);
+    dpSeen.set(id, {updates: dp.updates, dropped: dp.dropped, at: now});
+    let rate = '…', drops = '…';
+    if (prev && now > prev.at && dp.updates >= prev.updates) {
+      const secs = (now - prev.at) / 1000;
+      rate = num(Math.round((dp.updates - prev.updates) / secs));
+      drops = num(Math.round(Math.max(0, dp.dropped - prev.dropped) / secs));
+    }
+    return h('div', {class: 'mono small', 'data-dataplane': id, title: 'progress data plane: updates folded per second, frames dropped per second, receive queue fill, backpressure level'},
+      'data plane ' + rate + ' upd/s · ' + drops + ' drop/s · queue ' + pct(dp.queue_fill) + ' · ', badge(dp.backpressure));
   }
 
   return {
