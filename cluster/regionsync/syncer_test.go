@@ -3,16 +3,11 @@ package regionsync
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/strata-ledger/strata/antientropy"
-	"github.com/strata-ledger/strata/antientropy/ledgertree"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
-	"github.com/strata-ledger/strata/fsm/memstore"
 )
 
 // TestRound_FarBehindGlobalLedgerRepairsABoundedPart: the global ledger
@@ -27,56 +22,16 @@ import (
 // antientropy's TestCompare_LimitBoundsRoundsAndBytes has the counts).
 func TestRound_FarBehindGlobalLedgerRepairsABoundedPart(t *testing.T) {
 	const jobs = 5_000
-	view, err := ledgertree.NewRegionView(antientropy.DefaultDepth, "use1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rled, err := fsm.New(fsm.Config{Store: memstore.New(), Observer: view})
-	if err != nil {
-		t.Fatal(err)
-	}
-	regions := ledgertree.NewRegions(antientropy.DefaultDepth, nil)
-	gled, err := fsm.New(fsm.Config{Store: memstore.New(), Observer: regions})
-	if err != nil {
-		t.Fatal(err)
-	}
-	regions.SetView(gled.View)
-	var index uint64
-	const batch = 1_000
-	for first := 0; first < jobs; first += batch {
-		evs := fsmtest.JobsCreated(first, batch, "acme", "use1")
-		index++
-		for _, led := range []*fsm.Ledger{rled, gled} {
-			if _, err := led.Apply(index, append([]fsm.Event(nil), evs...)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// The region's reports of these jobs, which the global ledger lacks.
-		reports := make([]fsm.Event, 0, batch)
-		for k := first; k < first+batch; k++ {
+	// The region's reports of every job, which the global ledger lacks.
+	p := newPair(t, jobs, "test-token-0123456789", func(first, n int) []fsm.Event {
+		reports := make([]fsm.Event, 0, n)
+		for k := first; k < first+n; k++ {
 			j := fsmtest.NewJob(fmt.Sprintf("use1-1700000000000-g%d-%05d", k/fsm.MaxJobSeq, k%fsm.MaxJobSeq+1), "acme", uint64(jobs+k)*10, "use1")
 			reports = append(reports, j.Ev(2, 1, &fsm.JobProgressReported{Region: "use1", Completed: 1}))
 		}
-		index++
-		if _, err := rled.Apply(index, reports); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a := &Answerer{Regions: regions, View: gled.View, ClusterToken: "test-token-0123456789"}
-	srv := httptest.NewServer(http.HandlerFunc(a.Handler))
-	t.Cleanup(srv.Close)
-	gIndex := index
-	s, err := New(Config{Region: "use1", View: view, Ledger: rled.View, IsLeader: func() bool { return true },
-		Gate: func() string { return strings.TrimPrefix(srv.URL, "http://") },
-		Deliver: func(_ context.Context, enc []byte) error {
-			gIndex++
-			_, err := gled.ApplyEncoded(gIndex, enc)
-			return err
-		},
-		Client: srv.Client(), ClusterToken: a.ClusterToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+		return reports
+	})
+	s := p.syncer
 	repaired := 0
 	for round := 1; round <= 2; round++ {
 		st, err := s.Round(context.Background())
@@ -96,7 +51,7 @@ func TestRound_FarBehindGlobalLedgerRepairsABoundedPart(t *testing.T) {
 	}
 	// The repairs reached the global ledger: as many jobs carry the report.
 	got := 0
-	if err := gled.View(func(tx fsm.ReadTx) error {
+	if err := p.gled.View(func(tx fsm.ReadTx) error {
 		for k := range jobs {
 			s, err := tx.Job(fmt.Sprintf("use1-1700000000000-g%d-%05d", k/fsm.MaxJobSeq, k%fsm.MaxJobSeq+1))
 			if err != nil {
