@@ -63,7 +63,11 @@ func TestDataPlane_LocalAggregateSurvivesLeaderKill(t *testing.T) {
 	})
 	hbCtx, stopBeats := context.WithCancel(ctx)
 	var beats sync.WaitGroup
-	beats.Go(func() { heartbeat(hbCtx, ocl, "dp-kill", lease) })
+	var each []*api.Client // one client per manager: a slow node never holds a beat
+	for _, m := range mgrs {
+		each = append(each, client(t, c, m))
+	}
+	beats.Go(func() { heartbeat(hbCtx, each, "dp-kill", lease) })
 	defer func() { stopBeats(); beats.Wait() }()
 
 	key, err := base64.StdEncoding.DecodeString(reg.DataPlane.Key)
@@ -134,8 +138,14 @@ func TestDataPlane_LocalAggregateSurvivesLeaderKill(t *testing.T) {
 	// folded in its NodeWAL within milliseconds (a staged record); kill
 	// -9 it before any commit, and the restarted manager (back to the
 	// normal interval) commits it from the NodeWAL.
+	// x is a follower now, so that its restarts move no leadership, and
+	// the lease must still be the worker's (heartbeats kept it).
 	x := others[0]
+	if now := leaderOf(t, ocl); now == x {
+		x = others[1]
+	}
 	xn, _ := c.Node(x)
+	requireLease(t, ctx, ocl, job.JobID, lease)
 	if err := c.Reconfigure(x, func(cfg *cluster.NodeConfig) { cfg.DataPlaneCommitInterval = time.Hour }); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +157,7 @@ func TestDataPlane_LocalAggregateSurvivesLeaderKill(t *testing.T) {
 	}
 	defer xs.Close()
 	staged0 := metricValue(t, xn.Config.HTTPAddr, c.Token(), "strata_progress_local_seconds_count")
+	sendStart := time.Now()
 	waitFor(t, "300 staged on "+x, convergeWait, func() bool {
 		if err := xs.Set(progress.Update{Workflow: lease.Workflow, Fence: lease.LeaseFence, Completed: 300}); err != nil {
 			t.Fatal(err)
@@ -154,7 +165,12 @@ func TestDataPlane_LocalAggregateSurvivesLeaderKill(t *testing.T) {
 		if _, err := xs.Flush(); err != nil {
 			return false // the restarted manager may not listen yet
 		}
-		return metricValue(t, xn.Config.HTTPAddr, c.Token(), "strata_progress_local_seconds_count") > staged0
+		staged := metricValue(t, xn.Config.HTTPAddr, c.Token(), "strata_progress_local_seconds_count") > staged0
+		if !staged && time.Since(sendStart) > convergeWait-5*time.Second { // about to time out: say why
+			t.Logf("%s has staged nothing; its drops: %v", x, metricLines(t, xn.Config.HTTPAddr, c.Token(), "strata_progress_dropped_total"))
+			requireLease(t, ctx, ocl, job.JobID, lease)
+		}
+		return staged
 	})
 	if got := recorded(); got != 200 {
 		t.Fatalf("the group holds %d before %s committed anything, want 200", got, x)
@@ -183,14 +199,60 @@ func restart(t *testing.T, c *devcluster.Cluster, id string) {
 	}
 }
 
-// heartbeat keeps the worker's lease until ctx ends.
-func heartbeat(ctx context.Context, cl *api.Client, id string, l api.Lease) {
+// requireLease fails the test unless the job's workflow is still leased
+// to the worker at the lease's fence.
+func requireLease(t *testing.T, ctx context.Context, cl *api.Client, jobID string, l api.Lease) {
+	t.Helper()
+	rctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	wfs, _, err := cl.JobWorkflows(rctx, jobID, api.ReadOptions{Consistency: api.ConsistencyStrong})
+	if err != nil || len(wfs.Workflows) != 1 {
+		t.Fatalf("workflows of %s: %+v, %v", jobID, wfs, err)
+	}
+	if wf := wfs.Workflows[0]; wf.Worker != "dp-kill" || wf.LeaseFence != l.LeaseFence {
+		t.Fatalf("the lease moved: workflow %s is %s, held by %q at fence %d (the test's lease: fence %d)",
+			wf.ID, wf.Status, wf.Worker, wf.LeaseFence, l.LeaseFence)
+	}
+}
+
+// metricLines are the samples of a metric family on a node.
+func metricLines(t *testing.T, addr, token, family string) []string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), family) {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
+}
+
+// heartbeat keeps the worker's lease until ctx ends: every 300 ms it
+// tries the managers one by one (1 s each) until one answers, so that a
+// manager being killed, cut off or restarted never costs the worker its
+// ack window (5 s).
+func heartbeat(ctx context.Context, clients []*api.Client, id string, l api.Lease) {
 	t := time.NewTicker(300 * time.Millisecond)
 	defer t.Stop()
+	req := &api.HeartbeatRequest{Running: []api.RunningWorkflow{{Workflow: l.Workflow, LeaseFence: l.LeaseFence}}}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, _, _ = cl.Heartbeat(cctx, id, &api.HeartbeatRequest{Running: []api.RunningWorkflow{{Workflow: l.Workflow, LeaseFence: l.LeaseFence}}})
-		cancel()
+		for _, cl := range clients {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, _, err := cl.Heartbeat(cctx, id, req)
+			cancel()
+			if err == nil {
+				break
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
