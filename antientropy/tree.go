@@ -180,7 +180,9 @@ func (t *Tree) Set(id string, digest [32]byte) error {
 		delta = h.sub(es[i].h)
 		es[i].h = h
 	} else {
-		t.chunks[k] = insert(es, i, entry{id: id, h: h, b: b})
+		// The tree keeps its own copy of the id: a caller's string may
+		// share its memory with much more (a decoded batch).
+		t.chunks[k] = insert(es, i, entry{id: strings.Clone(id), h: h, b: b})
 		t.n++
 		delta = h
 	}
@@ -317,7 +319,7 @@ func rebuild(depth, dense int, jobs iter.Seq2[string, [32]byte]) (*Tree, error) 
 		if err := checkID(id); err != nil {
 			return nil, err
 		}
-		all = append(all, entry{id: id, h: ItemHash(id, digest).sum(), b: BucketOf(id, depth)})
+		all = append(all, entry{id: strings.Clone(id), h: ItemHash(id, digest).sum(), b: BucketOf(id, depth)})
 	}
 	count := make([]int32, len(t.chunks))
 	for i := range all {
