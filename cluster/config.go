@@ -16,6 +16,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/backup"
 	"github.com/strata-ledger/strata/cluster/chaincheck"
+	"github.com/strata-ledger/strata/cluster/dataplane"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/members"
@@ -175,7 +176,7 @@ func DefaultNodeConfig() NodeConfig {
 		ReconcileInterval: DefaultReconcileInterval,
 		BreakerCooldown:   DefaultBreakerCooldown,
 
-		DataPlaneCommitInterval: DefaultDataPlaneCommitInterval,
+		DataPlaneCommitInterval: dataplane.DefaultCommitInterval,
 
 		AntiEntropyDepth:    DefaultAntiEntropyDepth,
 		AntiEntropyInterval: replica.DefaultInterval,
@@ -231,8 +232,8 @@ func (c *NodeConfig) Validate() error {
 	if c.AntiEntropyDepth < antientropy.MinDepth || c.AntiEntropyDepth > antientropy.MaxDepth {
 		bad("antientropy_depth", "%d must be %d..%d, the same on every node", c.AntiEntropyDepth, antientropy.MinDepth, antientropy.MaxDepth)
 	}
-	if c.DataPlaneCommitInterval < MinDataPlaneCommitInterval {
-		bad("data_plane_commit_interval", "%s must be at least %s", c.DataPlaneCommitInterval, time.Duration(MinDataPlaneCommitInterval))
+	if c.DataPlaneCommitInterval < dataplane.MinCommitInterval {
+		bad("data_plane_commit_interval", "%s must be at least %s", c.DataPlaneCommitInterval, time.Duration(dataplane.MinCommitInterval))
 	}
 	if c.AntiEntropyInterval <= 0 || c.ChainVerifyInterval <= 0 {
 		bad("antientropy_interval, chain_verify_interval", "durations must be positive")

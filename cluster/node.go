@@ -24,6 +24,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/backup"
 	"github.com/strata-ledger/strata/cluster/chaincheck"
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/dataplane"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
@@ -93,7 +94,7 @@ type Node struct {
 	api     *httpapi.Server     // the HTTP API, served on ln
 	ln      net.Listener
 
-	dp   *dataPlane           // progress receiver and flush (wire_dataplane.go); nil on gates
+	dp   *dataplane.Manager   // progress receiver and flush (wire_dataplane.go); nil on gates
 	live *livestats.Board     // jobs' live statistics pushed by managers; gates only
 	life *lifecycle.Lifecycle // reconcilers, forwarder, workers' liveness, lease view (wire_lifecycle.go)
 
@@ -526,7 +527,7 @@ func (n *Node) closeParts() error {
 	}
 	n.bg.Wait()
 	if n.dp != nil {
-		n.dp.close()
+		n.dp.Close()
 	}
 	if n.pipe != nil {
 		errs = append(errs, n.pipe.Close())

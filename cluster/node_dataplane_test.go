@@ -95,7 +95,7 @@ func testDataPlaneRegistration(t *testing.T, e *dpEnv) {
 	}
 	for _, m := range []string{"m1", "m2", "m3"} { // every manager derives the same key
 		e.c.waitFor(m+" derives dp1's key", func() bool {
-			k, ok := e.c.node(m).dp.keys.Key("dp1", id)
+			k, ok := e.c.node(m).dp.Keys().Key("dp1", id)
 			return ok && string(k) == string(key)
 		})
 	}
@@ -338,7 +338,7 @@ func (p *lossyProxy) stats() (seen, dropped, duped int64) {
 // aggregate; a lease still held keeps its own.
 func testDataPlaneForget(t *testing.T, e *dpEnv) {
 	ended, held := fsm.WorkflowID(e.jobID, "use1", "udp-a", 0), fsm.WorkflowID(e.jobID, "use1", "udp-b", 0) // the UDP test's
-	rcv := e.c.node(e.lead).dp.rcv
+	rcv := e.c.node(e.lead).dp.Receiver()
 	for _, id := range []string{ended, held} {
 		if _, ok := rcv.Get(id, "dp1"); !ok {
 			t.Fatalf("no aggregate of %s to forget", id)

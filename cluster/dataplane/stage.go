@@ -1,4 +1,4 @@
-package cluster
+package dataplane
 
 import (
 	"context"
@@ -33,23 +33,18 @@ type stagedRecord struct {
 	payload []byte
 }
 
-// onStaged is the pipeline's OnStaged: a recovered staged record. A
-// manager that no longer has a data plane cannot fold it: it is released
-// (its aggregates are lost, which the log says).
-func (n *Node) onStaged(lsn wal.LSN, payload []byte) {
-	if n.dp == nil {
-		n.log.Warn("a staged progress record was recovered on a node without a data plane: released unread", "lsn", lsn)
-		n.pipe.Release([]wal.LSN{lsn})
-		return
-	}
-	n.dp.recovered.mu.Lock()
-	n.dp.recovered.recs = append(n.dp.recovered.recs, stagedRecord{lsn, payload})
-	n.dp.recovered.mu.Unlock()
+// Recovered takes a staged record the pipeline's Recover handed back
+// (commit.PipelineConfig.OnStaged): it is folded again by the loop and
+// held until the next commit covers it.
+func (d *Manager) Recovered(lsn wal.LSN, payload []byte) {
+	d.recovered.mu.Lock()
+	d.recovered.recs = append(d.recovered.recs, stagedRecord{lsn, payload})
+	d.recovered.mu.Unlock()
 }
 
 // refold folds recovered staged records into pending, in NodeWAL order,
 // and holds them until the next commit.
-func (d *dataPlane) refold() {
+func (d *Manager) refold() {
 	d.recovered.mu.Lock()
 	recs := d.recovered.recs
 	d.recovered.recs = nil
@@ -63,7 +58,7 @@ func (d *dataPlane) refold() {
 			d.pending[k], d.tracked[k] = p, p.Fence
 		})
 		if err != nil {
-			d.n.log.Error("a recovered staged progress record cannot be read: released", "lsn", r.lsn, "err", err)
+			d.log.Error("a recovered staged progress record cannot be read: released", "lsn", r.lsn, "err", err)
 		}
 		d.held = append(d.held, r.lsn)
 		d.refolded.Inc()
@@ -72,7 +67,7 @@ func (d *dataPlane) refold() {
 
 // stageOnce writes what changed since the last stage as one staged
 // record and waits for its fsync.
-func (d *dataPlane) stageOnce(ctx context.Context) {
+func (d *Manager) stageOnce(ctx context.Context) {
 	d.refold()
 	first := d.clock.take() // before Drain: a fold in between is dated early, never late
 	changed := d.drain()
@@ -81,18 +76,18 @@ func (d *dataPlane) stageOnce(ctx context.Context) {
 	}
 	var err error
 	if d.stageBuf, err = d.stager.Append(d.stageBuf[:0], changed); err != nil {
-		d.n.log.Error("stage progress: encode", "err", err) // ids the receiver checked: a bug
+		d.log.Error("stage progress: encode", "err", err) // ids the receiver checked: a bug
 		return
 	}
-	ts, _ := d.n.clock.Now()
-	lsn, err := d.n.pipe.Stage(ctx, d.stageBuf, ts)
+	ts, _ := d.cfg.Clock()
+	lsn, err := d.cfg.Pipeline.Stage(ctx, d.stageBuf, ts)
 	if lsn != 0 {
 		d.held = append(d.held, lsn) // written or maybe written: held either way
 	}
 	if err != nil {
 		// Not LOCAL (yet): the aggregates stay pending and are committed
 		// at the next flush all the same.
-		d.n.log.Warn("stage progress", "aggregates", len(changed), "err", err)
+		d.log.Warn("stage progress", "aggregates", len(changed), "err", err)
 		return
 	}
 	if !first.IsZero() {

@@ -1,4 +1,4 @@
-package cluster
+package dataplane
 
 import (
 	"context"
@@ -65,8 +65,8 @@ func (c *coarseClock) run(ctx context.Context) {
 
 func (c *coarseClock) now() time.Time { return time.Unix(0, c.ns.Load()) }
 
-// viewer reads one consistent state of the node's ledger.
-type viewer interface {
+// Viewer reads one consistent state of the node's ledger.
+type Viewer interface {
 	View(fn func(fsm.ReadTx) error) error
 }
 
@@ -110,7 +110,7 @@ func (c *ttlCache[V]) get(k string, now time.Time, stale func(V) bool, read func
 // join HLC (auth.DataPlaneKey); nothing secret is stored anywhere.
 type regKeys struct {
 	token string
-	store viewer
+	store Viewer
 	now   func() time.Time
 	cache ttlCache[regKey]
 }
@@ -151,7 +151,7 @@ func (k *regKeys) Key(worker string, keyID uint32) ([]byte, bool) {
 // leaseTable is progress.Leases: who holds each workflow's lease, and at
 // which fence, in the regional ledger.
 type leaseTable struct {
-	store viewer
+	store Viewer
 	now   func() time.Time
 	cache ttlCache[leaseHolder]
 }
