@@ -75,7 +75,8 @@ type Cluster struct {
 	workers    []WorkerSpec
 	workerByID map[string]WorkerSpec
 	env        []string
-	client     *http.Client
+	tls        *api.ClusterTLS // nil: the nodes serve plain HTTP
+	client     *http.Client    // polls /readyz, over TLS when the nodes serve it
 	mu         sync.Mutex
 	running    map[string]*process // the last process of each node and worker started
 	// overrides change a node's planned config at its next start
@@ -107,12 +108,19 @@ func New(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	sec, err := loadSecrets(dir, secrets{Token: o.Token, ClusterToken: o.ClusterToken})
+	if err := checkTLSMode(dir, o.TLS); err != nil {
+		return nil, err
+	}
+	sec, err := loadSecrets(dir, secrets{Token: o.Token, ClusterToken: o.ClusterToken}, o.TLS)
 	if err != nil {
 		return nil, err
 	}
-	o.Token, o.ClusterToken = sec.Token, sec.ClusterToken
-	specs, err := Plan(o)
+	o.Token, o.ClusterToken, o.GossipKey = sec.Token, sec.ClusterToken, sec.GossipKey
+	// The shape is checked on the plan without TLS: with it, Plan needs
+	// the certificates, which are only made once the shape is right.
+	bare := o
+	bare.TLS, bare.GossipKey = false, ""
+	specs, err := Plan(bare)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +129,22 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	if err := checkIPs(specs); err != nil {
 		return nil, err
+	}
+	var tlsFiles *api.ClusterTLS
+	hc := &http.Client{Timeout: readyRequestTimeout, Transport: &http.Transport{Proxy: nil}}
+	if o.TLS {
+		if err := ensurePKI(dir, specs, time.Now()); err != nil {
+			return nil, err
+		}
+		if specs, err = Plan(o); err != nil {
+			return nil, err
+		}
+		tlsFiles = clusterTLS(dir)
+		tc, err := api.ClientTLS(tlsFiles.CAFile, tlsFiles.CertFile, tlsFiles.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		hc.Transport = &http.Transport{Proxy: nil, TLSClientConfig: tc}
 	}
 	workers, err := PlanWorkers(o)
 	if err != nil {
@@ -134,7 +158,8 @@ func New(cfg Config) (*Cluster, error) {
 		workers:    workers,
 		workerByID: make(map[string]WorkerSpec, len(workers)),
 		env:        nodeEnv(os.Environ(), cfg.Env),
-		client:     &http.Client{Timeout: readyRequestTimeout, Transport: &http.Transport{Proxy: nil}},
+		tls:        tlsFiles,
+		client:     hc,
 		running:    make(map[string]*process, len(specs)+len(workers)),
 	}
 	for _, s := range specs {
@@ -192,6 +217,34 @@ func (c *Cluster) Token() string { return c.opts.Token }
 
 // DataDir is the cluster's absolute data directory.
 func (c *Cluster) DataDir() string { return c.opts.DataDir }
+
+// TLS is what a client of the cluster needs to talk TLS to it (the CA and
+// the CLI's client certificate, as cluster.json's tls member), or nil
+// when the nodes serve plain HTTP.
+func (c *Cluster) TLS() *api.ClusterTLS {
+	if c.tls == nil {
+		return nil
+	}
+	t := *c.tls
+	return &t
+}
+
+// URL is the base URL of a node's API: https://host:port with TLS, else
+// http://host:port.
+func (c *Cluster) URL(id string) (string, error) {
+	s, err := c.Node(id)
+	if err != nil {
+		return "", err
+	}
+	return c.scheme() + "://" + s.Config.HTTPAddr, nil
+}
+
+func (c *Cluster) scheme() string {
+	if c.tls != nil {
+		return "https"
+	}
+	return "http"
+}
 
 // ClusterFilePath is where cluster.json is written.
 func (c *Cluster) ClusterFilePath() string { return filepath.Join(c.opts.DataDir, clusterFileName) }
@@ -320,6 +373,9 @@ func (c *Cluster) startWorker(w WorkerSpec) error {
 		return fmt.Errorf("worker %s: %w", w.ID, err)
 	}
 	env := append(slices.Clone(c.env), workerTokenEnv+"="+WorkerToken(c.opts.Token, w.ID))
+	if c.tls != nil { // its managers serve https
+		env = append(env, workerCAFileEnv+"="+c.tls.CAFile)
+	}
 	p, err := startProcess(c.cfg.Binary, w.Args(), env, "worker "+w.ID, w.Dir, w.LogPath)
 	if err != nil {
 		return err
@@ -372,8 +428,8 @@ func (c *Cluster) WaitReady(ctx context.Context, id string) error {
 		}
 		return nil
 	}
-	s, _ := c.Node(id)
-	url := "http://" + s.Config.HTTPAddr + "/readyz"
+	base, _ := c.URL(id)
+	url := base + "/readyz"
 	tick := time.NewTicker(readyPollInterval)
 	defer tick.Stop()
 	var last error
@@ -538,7 +594,7 @@ func (c *Cluster) clusterFileLocked() api.ClusterFile {
 			pids[id] = p.cmd.Process.Pid
 		}
 	}
-	return clusterFileOf(c.opts.DataDir, c.opts.Token, c.specs, c.workers, pids)
+	return clusterFileOf(c.opts.DataDir, c.opts.Token, c.TLS(), c.specs, c.workers, pids)
 }
 
 // WriteClusterFile writes ClusterFile to DATA/cluster.json (0600: it holds
