@@ -87,8 +87,9 @@ type Cluster struct {
 // New plans the cluster of cfg.Options in its data directory: it creates
 // the directory, loads its tokens or creates them (from Options.Token and
 // Options.ClusterToken where set, else random), refuses a directory holding
-// another cluster shape, and checks the planned loopback IPs can be bound.
-// It starts nothing.
+// another cluster shape or run with another TLS setting, checks the
+// planned loopback IPs can be bound and, with TLS, makes or reuses the
+// certificates and gossip key (pki.go). It starts nothing.
 func New(cfg Config) (*Cluster, error) {
 	if cfg.Binary == "" {
 		return nil, fmt.Errorf("%w: agent binary is required", ErrBadOptions)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,6 +123,43 @@ func cli(t *testing.T, dir string, extra []string, args ...string) string {
 	return out.String()
 }
 
+// startWorker runs `strata args...` in dir (no STRATA_ variable, output
+// to logPath) and returns a func that stops it with SIGTERM, bounded, and
+// fails t unless it exited 0; cleanup kills it if it is still running.
+func startWorker(t *testing.T, dir, logPath string, args ...string) (stop func()) {
+	t.Helper()
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STRATA_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return func() {
+		t.Helper()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("worker: %v", err)
+			}
+		case <-time.After(callTimeout):
+			t.Fatalf("worker still running %v after SIGTERM", callTimeout)
+		}
+	}
+}
+
 // waitCompleted waits until the job is COMPLETED on the gates and returns
 // its state.
 func waitCompleted(t *testing.T, cl *api.Client, id string) *fsm.JobState {
@@ -166,7 +204,6 @@ func TestDevTLS_Integration(t *testing.T) {
 		{"antientropy", "status"},
 		{"snapshot", "save", "-o", filepath.Join(dir, "snap")},
 		{"bundle", "export", "--tenant", "acme", "-o", filepath.Join(dir, "acme.bundle")},
-		{"bench", "--requests", "20", "--duration", "10s", "--no-progress"},
 	} {
 		cli(t, dir, nil, args...)
 	}
@@ -187,6 +224,36 @@ func TestDevTLS_Integration(t *testing.T) {
 			t.Fatalf("%s status %+v (%v)", id, s.Security, err)
 		}
 	}
+
+	t.Run("WorkerFromClusterFileOverTCPDataPlane", func(t *testing.T) {
+		// The dev worker goes; a `strata worker --progress tcp` started
+		// by hand in DIR takes managers, token and CA from cluster.json,
+		// registers over HTTPS and sends frames over the TCP data plane.
+		if err := c.Stop("w-use1-1"); err != nil {
+			t.Fatal(err)
+		}
+		logPath := filepath.Join(dir, "w-tcp.log")
+		stop := startWorker(t, dir, logPath, "worker", "--region", "use1", "--progress", "tcp", "--id", "w-tcp-1", "--capacity", "4")
+		id := submit(t, cl, &api.SubmitJobRequest{Tenant: "acme", Regions: []string{"use1"}, Timeout: fsm.Duration(10 * time.Minute),
+			Workflows: []fsm.WorkflowSpec{{Name: "tcp", Count: 2, Duration: fsm.Duration(time.Second), Rate: 20}}})
+		st := waitCompleted(t, cl, id)
+		if r := st.Regions[0]; !r.Done || r.Completed+r.Failed != 2*20 {
+			t.Fatalf("region use1 after COMPLETED: %+v", r)
+		}
+		stop()
+		b, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := string(b)
+		if !strings.Contains(log, `"progress over the data plane"`) || !strings.Contains(log, `"network":"tcp"`) ||
+			strings.Contains(log, "progress goes over HTTP") {
+			t.Fatalf("the worker did not keep to the TCP data plane:\n%s", log)
+		}
+	})
+	// Last: the bench's jobs (a minute of work each) would keep the
+	// worker busy.
+	cli(t, dir, nil, "bench", "--requests", "20", "--duration", "10s", "--no-progress")
 
 	t.Run("PlainHTTPIsRefused", func(t *testing.T) {
 		resp, err := (&http.Client{Timeout: callTimeout}).Get("http://" + gate.Config.HTTPAddr + "/readyz")
