@@ -24,6 +24,9 @@
 #                        `strata bench` talks TLS through cluster.json), or both one
 #                        after the other in this run, which renders the TLS rows
 #                        beside the plain ones and their ratios [off]
+#   BENCH_TLS_ORDER      plain-first or tls-first: which cluster runs first with
+#                        BENCH_TLS=both (the second one's open loop takes the first
+#                        one's rate); alternate it across runs to cancel drift [plain-first]
 #   BENCH_REGION         Strata region written to in the regional runs [use1]
 #   BENCH_STRATA_SUBNET  `strata dev --subnet`: regions on 127.0.N.x, 127.0.N+1.x, ... [40]
 #   BENCH_ETCD_SUBNET    etcd members on 127.0.N.1-3 [20]
@@ -52,6 +55,7 @@ out=${BENCH_OUT:-$root/BENCHMARKS.md}
 go=${GO:-go}
 
 tls_mode=${BENCH_TLS:-off}
+tls_order=${BENCH_TLS_ORDER:-plain-first}
 
 case $only in all | etcd | strata) ;; *)
 	echo "bench-compare: BENCH_ONLY=$only: want all, etcd or strata" >&2
@@ -63,6 +67,15 @@ case $tls_mode in off | on | both) ;; *)
 	exit 2
 	;;
 esac
+case $tls_order in plain-first | tls-first) ;; *)
+	echo "bench-compare: BENCH_TLS_ORDER=$tls_order: want plain-first or tls-first" >&2
+	exit 2
+	;;
+esac
+# first_prefix: the results the open loop of the second cluster takes its
+# rate from, with BENCH_TLS=both.
+first_prefix=strata
+[ "$tls_order" = tls-first ] && first_prefix=strata-tls
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/strata-bench-compare.XXXXXX")
 mkdir -p "$work/results" "$work/etcd"
@@ -191,11 +204,12 @@ etcd_version() { etcd --version 2>/dev/null | awk '/^etcd Version:/ {print $3}';
 # Strata row against it, then stop it. Results are strata-*.json, or
 # strata-tls-*.json (their JSON says "tls": true).
 run_strata() {
-	local mode=$1 prefix=strata tls_flag=() rate_from=strata
+	local mode=$1 prefix=strata tls_flag=()
 	if [ "$mode" = tls ]; then
 		prefix=strata-tls tls_flag=(--tls)
-		[ "$tls_mode" = both ] || rate_from=strata-tls
 	fi
+	local rate_from=$prefix
+	[ "$tls_mode" = both ] && rate_from=$first_prefix
 	local data=$work/$prefix-dev
 	# No workers: the bench measures the ledger's writes, and workers would
 	# run the bench jobs' synthetic load on the same two cores.
@@ -242,14 +256,29 @@ run_strata() {
 tls_note() {
 	case $tls_mode in
 	on) echo "; every Strata row with \`strata dev --tls\` (TLS 1.3 API, mutual TLS between nodes and on Raft, encrypted gossip)" ;;
-	both) echo "; rows marked TLS ran against \`strata dev --tls\` (TLS 1.3 API, mutual TLS between nodes and on Raft, encrypted gossip) in the same run, after the plain rows, on a fresh cluster" ;;
+	both)
+		local when="after the plain rows"
+		[ "$tls_order" = tls-first ] && when="before the plain rows"
+		echo "; rows marked TLS ran against \`strata dev --tls\` (TLS 1.3 API, mutual TLS between nodes and on Raft, encrypted gossip) in the same run, $when, on a cluster of their own"
+		;;
 	esac
 }
 
 if [ "$only" != strata ]; then run_etcd; fi
 if [ "$only" != etcd ]; then
-	if [ "$tls_mode" != on ]; then run_strata plain || true; fi
-	if [ "$tls_mode" != off ]; then run_strata tls || true; fi
+	case $tls_mode in
+	off) run_strata plain || true ;;
+	on) run_strata tls || true ;;
+	both)
+		if [ "$tls_order" = tls-first ]; then
+			run_strata tls || true
+			run_strata plain || true
+		else
+			run_strata plain || true
+			run_strata tls || true
+		fi
+		;;
+	esac
 fi
 
 if [ "$failed" != 0 ]; then
