@@ -132,7 +132,6 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	var tlsFiles *api.ClusterTLS
-	hc := &http.Client{Timeout: readyRequestTimeout, Transport: &http.Transport{Proxy: nil}}
 	if o.TLS {
 		if err := ensurePKI(dir, specs, time.Now()); err != nil {
 			return nil, err
@@ -141,11 +140,10 @@ func New(cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 		tlsFiles = clusterTLS(dir)
-		tc, err := api.ClientTLS(tlsFiles.CAFile, tlsFiles.CertFile, tlsFiles.KeyFile)
-		if err != nil {
-			return nil, err
-		}
-		hc.Transport = &http.Transport{Proxy: nil, TLSClientConfig: tc}
+	}
+	hc, err := readyClient(tlsFiles)
+	if err != nil {
+		return nil, err
 	}
 	workers, err := PlanWorkers(o)
 	if err != nil {
@@ -218,34 +216,6 @@ func (c *Cluster) Token() string { return c.opts.Token }
 
 // DataDir is the cluster's absolute data directory.
 func (c *Cluster) DataDir() string { return c.opts.DataDir }
-
-// TLS is what a client of the cluster needs to talk TLS to it (the CA and
-// the CLI's client certificate, as cluster.json's tls member), or nil
-// when the nodes serve plain HTTP.
-func (c *Cluster) TLS() *api.ClusterTLS {
-	if c.tls == nil {
-		return nil
-	}
-	t := *c.tls
-	return &t
-}
-
-// URL is the base URL of a node's API: https://host:port with TLS, else
-// http://host:port.
-func (c *Cluster) URL(id string) (string, error) {
-	s, err := c.Node(id)
-	if err != nil {
-		return "", err
-	}
-	return c.scheme() + "://" + s.Config.HTTPAddr, nil
-}
-
-func (c *Cluster) scheme() string {
-	if c.tls != nil {
-		return "https"
-	}
-	return "http"
-}
 
 // ClusterFilePath is where cluster.json is written.
 func (c *Cluster) ClusterFilePath() string { return filepath.Join(c.opts.DataDir, clusterFileName) }

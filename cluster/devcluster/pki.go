@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,48 @@ const (
 // the data directory: switching would leave nodes with a gossip keyring
 // (or without one) that their peers cannot talk to.
 var ErrTLSMismatch = errors.New("data dir holds a dev cluster run with another --tls setting")
+
+// TLS is what a client of the cluster needs to talk TLS to it (the CA and
+// the CLI's client certificate, as cluster.json's tls member), or nil
+// when the nodes serve plain HTTP.
+func (c *Cluster) TLS() *api.ClusterTLS {
+	if c.tls == nil {
+		return nil
+	}
+	t := *c.tls
+	return &t
+}
+
+// URL is the base URL of a node's API: https://host:port with TLS, else
+// http://host:port.
+func (c *Cluster) URL(id string) (string, error) {
+	s, err := c.Node(id)
+	if err != nil {
+		return "", err
+	}
+	return c.scheme() + "://" + s.Config.HTTPAddr, nil
+}
+
+func (c *Cluster) scheme() string {
+	if c.tls != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// readyClient is the launcher's client of /readyz: over TLS with the CA
+// and the CLI's certificate when tlsFiles is set.
+func readyClient(tlsFiles *api.ClusterTLS) (*http.Client, error) {
+	t := &http.Transport{Proxy: nil}
+	if tlsFiles != nil {
+		tc, err := api.ClientTLS(tlsFiles.CAFile, tlsFiles.CertFile, tlsFiles.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		t.TLSClientConfig = tc
+	}
+	return &http.Client{Timeout: readyRequestTimeout, Transport: t}, nil
+}
 
 // tlsDir is DATA/tls.
 func tlsDir(dataDir string) string { return filepath.Join(dataDir, tlsDirName) }
