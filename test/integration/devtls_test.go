@@ -251,8 +251,10 @@ func TestDevTLS_Integration(t *testing.T) {
 			t.Fatalf("the worker did not keep to the TCP data plane:\n%s", log)
 		}
 	})
-	// Last: the bench's jobs (a minute of work each) would keep the
-	// worker busy.
+	// The benches last: `bench progress` registers simulated workers (no
+	// other worker runs now) and fires frames over UDP; `bench` submits
+	// jobs of a minute's work each, which would keep a worker busy.
+	cli(t, dir, nil, "bench", "progress", "--workers", "1", "--workflows", "2", "--duration", "1s", "--no-progress")
 	cli(t, dir, nil, "bench", "--requests", "20", "--duration", "10s", "--no-progress")
 
 	t.Run("PlainHTTPIsRefused", func(t *testing.T) {
