@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 // defaultHealthAddr is probed when neither --url nor STRATA_HTTP_ADDR says
@@ -19,7 +21,7 @@ const defaultHealthAddr = "127.0.0.1:7100"
 // newHealthCmd is the container health check: a FROM-scratch image has no
 // curl, so the binary probes its own node.
 func newHealthCmd() *cobra.Command {
-	var url, path string
+	var url, path, caFile string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "health",
@@ -28,13 +30,26 @@ func newHealthCmd() *cobra.Command {
 otherwise: the health check of the container image, which has no curl.
 Without --url it probes http://$STRATA_HTTP_ADDR (the agent's own address;
 an unspecified host such as 0.0.0.0 means this host), else
-http://` + defaultHealthAddr + `.`,
+http://` + defaultHealthAddr + `. With a CA (--ca-file, default the agent's
+own $STRATA_TLS_CA_FILE) it probes https and verifies the node against it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if url == "" {
-				url = "http://" + healthHost(os.Getenv(envPrefix+"HTTP_ADDR")) + path
+			scheme := "http://"
+			if caFile != "" {
+				scheme = "https://"
 			}
-			status, err := probeHealth(cmd.Context(), url, timeout)
+			if url == "" {
+				url = scheme + healthHost(os.Getenv(envPrefix+"HTTP_ADDR")) + path
+			}
+			client := http.DefaultClient
+			if caFile != "" {
+				c, err := api.ClientTLS(caFile, "", "")
+				if err != nil {
+					return usageError{fmt.Errorf("health: %w", err)}
+				}
+				client = &http.Client{Transport: &http.Transport{TLSClientConfig: c}}
+			}
+			status, err := probeHealth(cmd.Context(), client, url, timeout)
 			if err != nil {
 				return err
 			}
@@ -45,6 +60,9 @@ http://` + defaultHealthAddr + `.`,
 	cmd.Flags().StringVar(&url, "url", "", "URL to probe (default: http://$STRATA_HTTP_ADDR + --path)")
 	cmd.Flags().StringVar(&path, "path", "/livez", "endpoint probed when --url is not given (/livez or /readyz)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "give up after this long")
+	// A TLS node (tls.ca_file set through the environment, as in
+	// deploy/compose) serves https only: the probe follows its config.
+	cmd.Flags().StringVar(&caFile, "ca-file", os.Getenv(envPrefix+"TLS_CA_FILE"), "cluster CA: probe https (default $STRATA_TLS_CA_FILE)")
 	return cmd
 }
 
@@ -67,7 +85,7 @@ func healthHost(listen string) string {
 
 // probeHealth GETs url and returns its status line, or an error for a
 // failed request or a status outside 2xx.
-func probeHealth(ctx context.Context, url string, timeout time.Duration) (string, error) {
+func probeHealth(ctx context.Context, client *http.Client, url string, timeout time.Duration) (string, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -77,7 +95,7 @@ func probeHealth(ctx context.Context, url string, timeout time.Duration) (string
 	if err != nil {
 		return "", usageError{fmt.Errorf("health: %w", err)}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("health: %w", err)
 	}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,5 +62,26 @@ func TestHealth_ExitCodes(t *testing.T) {
 				t.Errorf("strata %v exit %d, want %d", tt.args, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHealth_TLSNode: a node with tls serves https only; with a CA (the
+// agent's own STRATA_TLS_CA_FILE, as the compose cluster's health check
+// has it) the probe speaks https and verifies the node; without it, it
+// fails.
+func TestHealth_TLSNode(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATA_HTTP_ADDR", strings.TrimPrefix(srv.URL, "https://"))
+	t.Setenv("STRATA_TLS_CA_FILE", ca)
+	if got := run([]string{"health"}); got != exitOK {
+		t.Errorf("strata health with STRATA_TLS_CA_FILE: exit %d, want %d", got, exitOK)
+	}
+	if got := run([]string{"health", "--ca-file", "", "--timeout", "2s"}); got != exitError {
+		t.Errorf("strata health in clear against a TLS node: exit %d, want %d", got, exitError)
 	}
 }
