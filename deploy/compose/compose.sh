@@ -132,14 +132,14 @@ up)
   gen
   export STRATA_COMPOSE_WORKER_TOKEN
   STRATA_COMPOSE_WORKER_TOKEN=$(worker_token)
-  dc up -d --remove-orphans
+  timeout 300 docker-compose -f "$here/docker-compose.yml" up -d --remove-orphans
   wait_ready
   echo "compose: a client: eval \"\$($0 env)\"; $STRATA job submit ..."
   ;;
 wait) wait_ready ;;
 env) client_env ;;
 down)
-  dc down -v --remove-orphans --timeout 10
+  timeout 300 docker-compose -f "$here/docker-compose.yml" down -v --remove-orphans --timeout 10
   rm -rf "$secrets"
   ;;
 *)
