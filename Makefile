@@ -159,16 +159,12 @@ compose-down:
 	$(COMPOSE_SH) down
 
 compose-smoke: image
-	@STRATA="$(CURDIR)/bin/strata" $(COMPOSE_SH) up; status=$$?; \
-	if [ $$status -eq 0 ]; then \
-	  STRATA_COMPOSE=1 $(GO) test -count=1 -v -timeout 5m -run '^TestCompose_Smoke$$' ./test/compose/; status=$$?; \
-	fi; \
-	if [ -z "$(COMPOSE_KEEP)" ]; then $(COMPOSE_SH) down; fi; exit $$status
+	@if [ -z "$(COMPOSE_KEEP)" ]; then trap '$(COMPOSE_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	STRATA="$(CURDIR)/bin/strata" $(COMPOSE_SH) up && \
+	STRATA_COMPOSE=1 $(GO) test -count=1 -v -timeout 5m -run '^TestCompose_Smoke$$' ./test/compose/
 
 compose-chaos: image
-	@STRATA="$(CURDIR)/bin/strata" $(COMPOSE_SH) up; status=$$?; \
-	if [ $$status -eq 0 ]; then \
-	  STRATA_COMPOSE=1 COMPOSE_CHAOS_DURATION=$(COMPOSE_CHAOS_DURATION) COMPOSE_CHAOS_SEED=$(COMPOSE_CHAOS_SEED) \
-	    $(GO) test -count=1 -v -timeout 2h -run '^TestCompose_Chaos$$' ./test/compose/; status=$$?; \
-	fi; \
-	if [ -z "$(COMPOSE_KEEP)" ]; then $(COMPOSE_SH) down; fi; exit $$status
+	@if [ -z "$(COMPOSE_KEEP)" ]; then trap '$(COMPOSE_SH) down' EXIT; trap 'exit 130' INT TERM; fi; \
+	STRATA="$(CURDIR)/bin/strata" $(COMPOSE_SH) up && \
+	STRATA_COMPOSE=1 COMPOSE_CHAOS_DURATION=$(COMPOSE_CHAOS_DURATION) COMPOSE_CHAOS_SEED=$(COMPOSE_CHAOS_SEED) \
+	  $(GO) test -count=1 -v -timeout 2h -run '^TestCompose_Chaos$$' ./test/compose/
