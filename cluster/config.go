@@ -88,6 +88,12 @@ type NodeConfig struct {
 	GossipAddr    string `koanf:"gossip_addr"`     // LAN pool of the region
 	GossipWANAddr string `koanf:"gossip_wan_addr"` // WAN pool (gates only)
 	DataPlaneAddr string `koanf:"data_plane_addr"` // worker progress (managers)
+	// HTTPWANAddr is a gate's second API address, on the network between
+	// gates (deploy/compose): the node serves the API there too and
+	// gossips it in the WAN pool, so the other regions' gates reach it
+	// there while its region's managers use http_addr. Gates only;
+	// empty: http_addr everywhere.
+	HTTPWANAddr string `koanf:"http_wan_addr"`
 	// DataPlaneCommitInterval is how often a manager commits the
 	// aggregates its data plane folded to the regional ledger (DESIGN
 	// §4: 500 ms); between commits they are staged in the NodeWAL every
@@ -214,6 +220,12 @@ func (c *NodeConfig) Validate() error {
 	}
 	if c.Role == RoleManager {
 		addrs["data_plane_addr"] = c.DataPlaneAddr
+	}
+	if c.HTTPWANAddr != "" {
+		addrs["http_wan_addr"] = c.HTTPWANAddr
+		if c.Role != RoleGate || c.HTTPWANAddr == c.HTTPAddr {
+			bad("http_wan_addr", "%q: a gate's second API address, not its http_addr", c.HTTPWANAddr)
+		}
 	}
 	for key, a := range addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {

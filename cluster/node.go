@@ -93,6 +93,7 @@ type Node struct {
 	peers   *peer.Peers         // node-to-node calls
 	api     *httpapi.Server     // the HTTP API, served on ln
 	ln      net.Listener
+	lnWAN   net.Listener // a gate's second API listener (http_wan_addr, wire_wanapi.go), or nil
 
 	dp   *dataplane.Manager   // progress receiver and flush (wire_dataplane.go); nil on gates
 	live *livestats.Board     // jobs' live statistics pushed by managers; gates only
@@ -344,7 +345,7 @@ func (n *Node) openPipeline() error {
 		return err
 	}
 	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.role.group,
-		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.cfg.HTTPAddr, Faults: n.faults, Members: n.members,
+		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.peerSourceAddr(), Faults: n.faults, Members: n.members,
 		Proposer: n.prop, Registerer: n.reg, TLS: n.sec.tls})
 	if err != nil {
 		return err
@@ -382,7 +383,7 @@ func (n *Node) startMembership() error {
 	mc := members.Config{
 		Self: gossip.Meta{Role: n.cfg.Role, Region: n.cfg.Region, NodeID: n.cfg.NodeID, APIAddr: n.ln.Addr().String(),
 			RaftAddr: n.raft.LocalAddr(), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
-		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
+		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, WANAPIAddr: n.wanAPIAddr(), LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
 		Logger: n.log, Registerer: n.reg, LANTimings: n.opts.LANTimings, WANTimings: n.opts.WANTimings,
 		RejoinInterval: n.opts.RejoinInterval, Keyring: n.sec.keyring,
 	}
@@ -521,6 +522,9 @@ func (n *Node) closeParts() error {
 		errs = append(errs, n.api.Close())
 	} else if n.ln != nil { // listening, never served
 		errs = append(errs, n.ln.Close())
+		if n.lnWAN != nil {
+			errs = append(errs, n.lnWAN.Close())
+		}
 	}
 	if n.members != nil {
 		errs = append(errs, n.members.Close())
@@ -586,7 +590,7 @@ func (n *Node) listenHTTP() error {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	n.ln = n.faults.WrapListener(ln)
-	return nil
+	return n.listenHTTPWAN()
 }
 
 // startAPI serves the HTTP API on the listener.
@@ -606,5 +610,8 @@ func (n *Node) startAPI() error {
 		return err
 	}
 	n.api.Serve(n.ln)
+	if n.lnWAN != nil {
+		n.api.Serve(n.lnWAN)
+	}
 	return n.startAdmin()
 }
