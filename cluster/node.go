@@ -258,7 +258,10 @@ func (n *Node) openClockAndLedger() error {
 	if n.stamper, err = commit.NewStamper(n.clock, n.cfg.NodeID, n.cfg.Region); err != nil {
 		return err
 	}
-	if n.store, err = boltstore.Open(boltstore.Config{Path: filepath.Join(n.cfg.DataDir, "ledger.db")}); err != nil {
+	// Group commit (issue 19): Raft entries share bbolt transactions; a
+	// read commits what is pending, a crash loses only what Raft replays.
+	if n.store, err = boltstore.Open(boltstore.Config{Path: filepath.Join(n.cfg.DataDir, "ledger.db"),
+		CommitInterval: boltstore.NodeCommitInterval, Logger: n.log}); err != nil {
 		return fmt.Errorf("ledger store: %w", err)
 	}
 	if why := n.store.Rebuilt(); why != "" {
