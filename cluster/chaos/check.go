@@ -47,7 +47,8 @@ type Verdict struct {
 	AmbiguousTookEffect int             `json:"ambiguous_took_effect"`
 	AmbiguousDidNot     int             `json:"ambiguous_did_not"`
 	AmbiguousUnresolved int             `json:"ambiguous_unresolved"`
-	Terminal            map[string]int  `json:"terminal"` // acknowledged jobs by final status
+	EndStates           map[string]int  `json:"end_states"` // acknowledged jobs by their last status read
+	JobsTerminal        int             `json:"jobs_terminal"`
 	Lost                int             `json:"jobs_lost"`
 	NotTerminal         int             `json:"jobs_not_terminal"`
 	Linearizability     Linearizability `json:"linearizability"`
@@ -79,7 +80,7 @@ func Check(ops []Op, dropped int, cfg CheckConfig) Verdict {
 	if cfg.Total <= 0 {
 		cfg.Total = DefaultCheckTotal
 	}
-	v := Verdict{Ops: map[OpKind]map[Outcome]int{}, Terminal: map[string]int{}, Dropped: dropped}
+	v := Verdict{Ops: map[OpKind]map[Outcome]int{}, EndStates: map[string]int{}, Dropped: dropped}
 	byKey := map[string][]Op{}
 	for _, op := range ops {
 		if v.Ops[op.Kind] == nil {
@@ -162,11 +163,12 @@ func (v *Verdict) checkJob(key string, ops []Op) {
 			Detail: fmt.Sprintf("acknowledged, then not found by a STRONG read at %v: %s", final.Return.Round(time.Millisecond), describeOps(ops))})
 	case !final.Status.Terminal():
 		v.NotTerminal++
-		v.Terminal[final.Status.String()]++
+		v.EndStates[final.Status.String()]++
 		v.Anomalies = append(v.Anomalies, Anomaly{Kind: AnomalyNotTerminal, Key: key, JobID: ids[0],
 			Detail: "still " + final.Status.String() + " at the end of the settle wait"})
 	default:
-		v.Terminal[final.Status.String()]++
+		v.JobsTerminal++
+		v.EndStates[final.Status.String()]++
 	}
 }
 

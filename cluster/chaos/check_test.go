@@ -28,6 +28,12 @@ func cancel(key, id string, call, ret time.Duration, out Outcome, ledger string)
 	return Op{Client: 2, Kind: OpCancel, Key: key, JobID: id, Call: call * ms, Return: ret * ms, Outcome: out, Cancel: ledger}
 }
 
+func refused(key, id string, call, ret time.Duration, st fsm.JobStatus) Op {
+	op := cancel(key, id, call, ret, OK, CancelRefused)
+	op.Found, op.Status = true, st
+	return op
+}
+
 func kinds(as []Anomaly) []string {
 	var out []string
 	for _, a := range as {
@@ -127,6 +133,23 @@ func TestCheck_FindsAnomalies(t *testing.T) {
 			want: []string{AnomalyNotTerminal},
 		},
 		{
+			name: "a cancel refused as terminal is an observation",
+			ops: []Op{submit(k, id, 0, 10, OK), refused(k, id, 20, 30, fsm.JobStatusCompleted),
+				final(read(k, id, 80, 90, fsm.JobStatusCompleted))},
+		},
+		{
+			name: "a job seen terminal by a refused cancel runs again",
+			ops: []Op{submit(k, id, 0, 10, OK), refused(k, id, 20, 30, fsm.JobStatusCompleted),
+				read(k, id, 40, 50, fsm.JobStatusRunning), final(read(k, id, 80, 90, fsm.JobStatusCompleted))},
+			want: []string{AnomalyNotLinearizable},
+		},
+		{
+			name: "a cancel answered 404 for an acknowledged job",
+			ops: []Op{submit(k, id, 0, 10, OK), cancel(k, id, 20, 30, OK, CancelNotFound),
+				final(read(k, id, 80, 90, fsm.JobStatusCompleted))},
+			want: []string{AnomalyNotLinearizable},
+		},
+		{
 			name: "failed operations change nothing",
 			ops: []Op{submit(k, id, 0, 10, OK), cancel(k, id, 20, 30, Failed, ""),
 				read(k, id, 40, 50, fsm.JobStatusRunning), final(read(k, id, 80, 90, fsm.JobStatusCompleted))},
@@ -161,8 +184,8 @@ func TestCheck_CountsJobsAndOutcomes(t *testing.T) {
 	if v.Jobs != 5 || v.Acked != 3 || v.AmbiguousTookEffect != 1 || v.AmbiguousDidNot != 1 || v.AmbiguousUnresolved != 1 {
 		t.Fatalf("verdict %+v", v)
 	}
-	if v.Terminal["COMPLETED"] != 2 || v.Terminal["CANCELLED"] != 1 || v.Dropped != 3 {
-		t.Fatalf("terminal %v dropped %d", v.Terminal, v.Dropped)
+	if v.EndStates["COMPLETED"] != 2 || v.EndStates["CANCELLED"] != 1 || v.JobsTerminal != 3 || v.Dropped != 3 {
+		t.Fatalf("end states %v dropped %d", v.EndStates, v.Dropped)
 	}
 	if v.Ops[OpSubmit][Unknown] != 3 || v.Ops[OpSubmit][OK] != 3 || v.Ops[OpSubmit][Failed] != 1 || v.Ops[OpRead][OK] != 3 {
 		t.Fatalf("ops %v", v.Ops)

@@ -69,6 +69,8 @@ func (o Op) String() string {
 		s += " " + o.Status.String()
 	case o.Kind == OpRead && o.Outcome == OK:
 		s += " not found"
+	case o.Kind == OpCancel && o.Cancel == CancelRefused:
+		s += " " + o.Cancel + " " + o.Status.String()
 	case o.Kind == OpCancel && o.Cancel != "":
 		s += " " + o.Cancel
 	}

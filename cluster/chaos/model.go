@@ -23,6 +23,17 @@ type jobModel struct {
 	anyTerminal bool
 }
 
+// Op.Cancel of a cancel the gate refused after reading the job
+// linearizably (DESIGN §8: a cancel confirms leadership first): the
+// refusal is an observation of the job, like a STRONG read's.
+const (
+	// CancelNotFound: answered 404, no such job.
+	CancelNotFound = "not-found"
+	// CancelRefused: answered 409, the job is terminal; Op.Status is the
+	// status the answer named.
+	CancelRefused = "refused-terminal"
+)
+
 // rank orders statuses the way a job moves: PENDING < RUNNING <
 // CANCELLING < every terminal status.
 func rank(s fsm.JobStatus) int {
@@ -47,6 +58,12 @@ func (m jobModel) step(op Op) (bool, jobModel) {
 		m.created = true
 		return true, m
 	case OpCancel:
+		if op.Cancel == CancelNotFound { // answered 404: as a read that misses the job
+			return !m.created, m
+		}
+		if op.Cancel == CancelRefused { // answered 409 after a linearizable read: as a read of a terminal job
+			return m.read(true, op.Status)
+		}
 		if op.Outcome == Unknown || op.Cancel == "applied" || op.Cancel == "duplicate" {
 			if op.Outcome == OK && op.Cancel == "applied" && m.terminal() {
 				return false, m // a terminal job absorbs a cancel
@@ -61,23 +78,27 @@ func (m jobModel) step(op Op) (bool, jobModel) {
 		}
 		return true, m
 	}
-	// OpRead
-	if !op.Found {
+	return m.read(op.Found, op.Status) // OpRead
+}
+
+// read says whether a STRONG read could answer found/status in m.
+func (m jobModel) read(found bool, status fsm.JobStatus) (bool, jobModel) {
+	if !found {
 		return !m.created, m
 	}
 	switch {
 	case !m.created:
 		return false, m // a job no submit of which was invoked
-	case rank(op.Status) < rank(m.status):
+	case rank(status) < rank(m.status):
 		return false, m // the status went back
-	case m.status.Terminal() && op.Status != m.status:
+	case m.status.Terminal() && status != m.status:
 		return false, m // a terminal status changed
-	case m.anyTerminal && !op.Status.Terminal():
+	case m.anyTerminal && !status.Terminal():
 		return false, m
-	case m.cancelled && rank(op.Status) < rank(fsm.JobStatusCancelling):
+	case m.cancelled && rank(status) < rank(fsm.JobStatusCancelling):
 		return false, m // an acknowledged cancel is not seen
 	}
-	m.status = op.Status
+	m.status = status
 	return true, m
 }
 
