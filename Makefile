@@ -133,3 +133,14 @@ image: build
 WAL_BOUND_EVENTS ?= 1000000
 wal-bound:
 	STRATA_WAL_BOUND_EVENTS=$(WAL_BOUND_EVENTS) $(GO) test -count=1 -run '^TestNode_NodeWALStaysBoundedAndLosesNothing$$' -v -timeout 90m ./cluster/
+
+# `strata chaos` end to end (issue 16): a `strata dev` cluster on
+# 127.0.114-116.x, every fault kind (kill, pause, partition, skew) for
+# CHAOS_DURATION under a GLOBAL/STRONG workload, then the end checks and
+# the linearizability check; fails on any anomaly. CHAOS_SEED replays a
+# fault schedule (the test log prints the seed).
+CHAOS_DURATION ?= 45s
+CHAOS_SEED     ?=
+.PHONY: chaos-dev
+chaos-dev:
+	STRATA_CHAOS_DURATION=$(CHAOS_DURATION) STRATA_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 30m -run '^TestRun_DevClusterUnderEveryFaultLosesNothing$$' ./cluster/chaos/
