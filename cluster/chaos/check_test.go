@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +193,17 @@ func TestCheck_CountsJobsAndOutcomes(t *testing.T) {
 	}
 	if v.Linearizability.Jobs != 5 || len(v.Linearizability.Illegal) != 0 {
 		t.Fatalf("linearizability %+v", v.Linearizability)
+	}
+}
+
+func TestParseCounter(t *testing.T) {
+	page := "# HELP strata_hlc_clock_skew_rejections_total x\n# TYPE strata_hlc_clock_skew_rejections_total counter\n" +
+		"strata_hlc_clock_skew_rejections_total_other 9\nstrata_hlc_clock_skew_rejections_total 14\n"
+	v, err := parseCounter(strings.NewReader(page), skewRejectionsMetric)
+	if err != nil || v != 14 {
+		t.Fatalf("parseCounter = %v, %v; want 14", v, err)
+	}
+	if _, err := parseCounter(strings.NewReader("other 1\n"), skewRejectionsMetric); err == nil {
+		t.Fatal("a missing metric parsed")
 	}
 }

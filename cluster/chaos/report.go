@@ -41,6 +41,9 @@ func (r *Result) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "    error: %v: %s\n", f.Fault, f.Err)
 		}
 	}
+	if slices.Contains(r.Kinds, Skew) {
+		fmt.Fprintf(w, "  hlc skew     %d remote timestamps rejected as too far ahead (at least; counters of restarted nodes restart)\n", r.SkewRejections)
+	}
 	if r.HealErr != "" {
 		fmt.Fprintf(w, "  heal error   %s\n", r.HealErr)
 	}

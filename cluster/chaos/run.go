@@ -143,6 +143,10 @@ type Result struct {
 	// HealErr: the cluster could not be fully healed at the end (a node
 	// that did not come back); the end checks ran anyway.
 	HealErr string `json:"heal_error,omitempty"`
+	// SkewRejections: remote timestamps the nodes refused as too far
+	// ahead during the run (strata_hlc_clock_skew_rejections_total; a
+	// lower bound, as a restarted node counts from 0).
+	SkewRejections int `json:"hlc_skew_rejections"`
 	// History is every operation, for the JSON report.
 	History []Op `json:"history"`
 }
@@ -187,6 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(cfg.Log, "chaos: seed %d, %d faults over %v (%v), %d clients at %v ops/s\n",
 		cfg.Seed, len(schedule), cfg.Duration, CountByKind(schedule), cfg.Clients, cfg.Rate)
+	baseline := r.skewBaseline(ctx)
 	r.start = time.Now()
 	r.hist = NewHistory(r.start)
 	res := &Result{Seed: cfg.Seed, Duration: cfg.Duration, Kinds: cfg.Kinds}
@@ -207,6 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	w.resolve(settle)
 	w.settle(settle)
+	res.SkewRejections = r.skewRejections(settle, baseline)
 	ops, dropped := r.hist.Ops()
 	res.Verdict, res.History = Check(ops, dropped, cfg.Check), ops
 	res.Elapsed = time.Since(r.start)
@@ -285,10 +291,12 @@ func (r *runner) nemesis(ctx context.Context, schedule []Fault) []FaultRecord {
 		if !sleepUntil(ctx, r.start.Add(f.At)) {
 			break
 		}
+		// A heal that ran long (a restarted node slow to be ready) delays
+		// the next fault; its hold is kept whole, within the phase.
 		rec := FaultRecord{Fault: f, Injected: r.hist.Since()}
 		err := r.inject(ctx, f)
 		if err == nil {
-			sleepUntil(ctx, r.start.Add(f.At+f.Hold))
+			sleepUntil(ctx, r.start.Add(rec.Injected+f.Hold))
 		}
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyWait)
 		err = errors.Join(err, r.heal(hctx, f))
@@ -297,7 +305,8 @@ func (r *runner) nemesis(ctx context.Context, schedule []Fault) []FaultRecord {
 		if err != nil {
 			rec.Err = err.Error()
 		}
-		fmt.Fprintf(r.cfg.Log, "chaos: %v  healed at %v%s\n", f, rec.Healed.Round(time.Millisecond), errSuffix(rec.Err))
+		fmt.Fprintf(r.cfg.Log, "chaos: %v  injected at %v, healed at %v%s\n", f, rec.Injected.Round(time.Millisecond),
+			rec.Healed.Round(time.Millisecond), errSuffix(rec.Err))
 		out = append(out, rec)
 	}
 	return out
