@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,6 +21,8 @@ const (
 	// AnomalyTwoJobsOneKey: one idempotency key was answered with two
 	// job ids.
 	AnomalyTwoJobsOneKey = "two-jobs-one-key"
+	// AnomalyWeakAck: a GLOBAL write answered 2xx at a lower level.
+	AnomalyWeakAck = "weak-ack"
 )
 
 // Anomaly is one thing the check found wrong.
@@ -116,6 +119,10 @@ func (v *Verdict) checkJob(key string, ops []Op) {
 		switch {
 		case op.Kind == OpSubmit:
 			submitted = true
+			if op.Durability != "" && !strings.EqualFold(op.Durability, "GLOBAL") {
+				v.Anomalies = append(v.Anomalies, Anomaly{Kind: AnomalyWeakAck, Key: key, JobID: op.JobID,
+					Detail: fmt.Sprintf("submit asked GLOBAL, answered %s: %s", op.Durability, op)})
+			}
 			if op.Outcome == Unknown && !acked {
 				ambiguous = true
 			}

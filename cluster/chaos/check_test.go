@@ -1,7 +1,9 @@
 package chaos
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +153,12 @@ func TestCheck_FindsAnomalies(t *testing.T) {
 			want: []string{AnomalyNotLinearizable},
 		},
 		{
+			name: "a GLOBAL submit answered at LOCAL is no acknowledgement",
+			ops: []Op{{Kind: OpSubmit, Key: k, JobID: id, Return: 10 * ms, Outcome: Unknown, Durability: "LOCAL", Existing: true},
+				read(k, id, 20, 30, 0)},
+			want: []string{AnomalyWeakAck},
+		},
+		{
 			name: "failed operations change nothing",
 			ops: []Op{submit(k, id, 0, 10, OK), cancel(k, id, 20, 30, Failed, ""),
 				read(k, id, 40, 50, fsm.JobStatusRunning), final(read(k, id, 80, 90, fsm.JobStatusCompleted))},
@@ -206,4 +214,21 @@ func TestParseCounter(t *testing.T) {
 	if _, err := parseCounter(strings.NewReader("other 1\n"), skewRejectionsMetric); err == nil {
 		t.Fatal("a missing metric parsed")
 	}
+}
+
+// parseCounter reads /metrics pages of nodes: it must never panic and
+// must find a counter wherever it stands in the page.
+func FuzzParseCounter(f *testing.F) {
+	f.Add("strata_hlc_clock_skew_rejections_total 3\n", 3.0)
+	f.Add("# x\nstrata_hlc_clock_skew_rejections_total_x 1\n", 0.0)
+	f.Fuzz(func(t *testing.T, page string, want float64) {
+		_, _ = parseCounter(strings.NewReader(page), skewRejectionsMetric)
+		if strings.ContainsAny(page, "\r\n") || strings.HasPrefix(page, skewRejectionsMetric) {
+			return
+		}
+		v, err := parseCounter(strings.NewReader(page+"\n"+skewRejectionsMetric+" "+strconv.FormatFloat(want, 'g', -1, 64)+"\n"), skewRejectionsMetric)
+		if err != nil || v != want && !math.IsNaN(want) {
+			t.Fatalf("after %q: %v, %v; want %v", page, v, err, want)
+		}
+	})
 }

@@ -53,9 +53,12 @@ type Op struct {
 	Cancel string `json:"cancel,omitempty"`
 	// Existing: a submit answered with the job of an earlier submit of
 	// its key.
-	Existing bool   `json:"existing,omitempty"`
-	Final    bool   `json:"final,omitempty"` // a read of the end check
-	Err      string `json:"err,omitempty"`
+	Existing bool `json:"existing,omitempty"`
+	// Durability is the level a 2xx write answer names; the workload asks
+	// for GLOBAL, so anything less is not an acknowledgement.
+	Durability string `json:"durability,omitempty"`
+	Final      bool   `json:"final,omitempty"` // a read of the end check
+	Err        string `json:"err,omitempty"`
 }
 
 func (o Op) String() string {

@@ -35,7 +35,11 @@ func (r *Result) WriteText(w io.Writer) {
 		}
 		parts = append(parts, s)
 	}
-	fmt.Fprintf(w, "  faults       %d: %s\n", len(r.Faults), strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  faults       %d: %s (%d scheduled; slow heals push the rest later)\n", len(r.Faults), strings.Join(parts, ", "), r.Scheduled)
+	if restarts := restartTimes(r.Faults); len(restarts) > 0 {
+		fmt.Fprintf(w, "  restarts     a killed node was ready %s after its restart began (median of %d; max %s)\n",
+			restarts[len(restarts)/2].Round(100*time.Millisecond), len(restarts), restarts[len(restarts)-1].Round(100*time.Millisecond))
+	}
 	for _, f := range r.Faults {
 		if f.Err != "" {
 			fmt.Fprintf(w, "    error: %v: %s\n", f.Fault, f.Err)
@@ -75,6 +79,18 @@ func (r *Result) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "    %s\n", a)
 	}
+}
+
+// restartTimes are the kills' heal times (restart until ready), sorted.
+func restartTimes(fs []FaultRecord) []time.Duration {
+	var out []time.Duration
+	for _, f := range fs {
+		if f.Kind == Kill && f.Err == "" {
+			out = append(out, f.Healed-(f.Injected+f.Hold))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func formatCounts(m map[string]int) string {

@@ -138,8 +138,11 @@ type Result struct {
 	Duration time.Duration `json:"duration"`
 	Kinds    []Kind        `json:"kinds"`
 	Faults   []FaultRecord `json:"faults"`
-	Verdict  Verdict       `json:"verdict"`
-	Elapsed  time.Duration `json:"elapsed"`
+	// Scheduled counts the schedule's faults; those a slow heal pushed
+	// past the phase are not in Faults.
+	Scheduled int           `json:"scheduled"`
+	Verdict   Verdict       `json:"verdict"`
+	Elapsed   time.Duration `json:"elapsed"`
 	// HealErr: the cluster could not be fully healed at the end (a node
 	// that did not come back); the end checks ran anyway.
 	HealErr string `json:"heal_error,omitempty"`
@@ -201,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	w := newWorkload(r)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.run(phase) })
-	res.Faults = r.nemesis(phase, schedule)
+	res.Faults, res.Scheduled = r.nemesis(phase, schedule), len(schedule)
 	wg.Wait()
 
 	settle, stopSettle := context.WithTimeout(context.WithoutCancel(ctx), cfg.Settle)
@@ -287,12 +290,14 @@ func (r *runner) prepare(ctx context.Context) error {
 // in progress then is healed before it returns.
 func (r *runner) nemesis(ctx context.Context, schedule []Fault) []FaultRecord {
 	out := make([]FaultRecord, 0, len(schedule))
+	// A heal that runs long (a restarted node slow to be ready) shifts
+	// the rest of the schedule, so every gap and hold is kept whole; the
+	// faults the shift pushes past the phase are not injected.
+	var shift time.Duration
 	for _, f := range schedule {
-		if !sleepUntil(ctx, r.start.Add(f.At)) {
+		if !sleepUntil(ctx, r.start.Add(f.At+shift)) {
 			break
 		}
-		// A heal that ran long (a restarted node slow to be ready) delays
-		// the next fault; its hold is kept whole, within the phase.
 		rec := FaultRecord{Fault: f, Injected: r.hist.Since()}
 		err := r.inject(ctx, f)
 		if err == nil {
@@ -302,6 +307,7 @@ func (r *runner) nemesis(ctx context.Context, schedule []Fault) []FaultRecord {
 		err = errors.Join(err, r.heal(hctx, f))
 		cancel()
 		rec.Healed = r.hist.Since()
+		shift = max(shift, rec.Healed-(f.At+f.Hold))
 		if err != nil {
 			rec.Err = err.Error()
 		}

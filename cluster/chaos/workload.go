@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,7 +206,12 @@ func (w *workload) submit(ctx context.Context, client int, j *job) {
 	if err != nil {
 		op.Err = err.Error()
 	} else {
-		op.JobID, op.Existing = resp.JobID, resp.Existing
+		op.JobID, op.Existing, op.Durability = resp.JobID, resp.Existing, resp.Durability
+		if !strings.EqualFold(resp.Durability, "GLOBAL") {
+			// Below the level asked: not acknowledged (the check names it
+			// an anomaly), and the key stays to be resolved.
+			op.Outcome, op.Err = Unknown, "answered "+resp.Durability+", asked GLOBAL"
+		}
 	}
 	w.r.hist.Record(op)
 	w.mu.Lock()
