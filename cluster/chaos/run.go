@@ -267,8 +267,10 @@ func newRunner(cfg Config) (*runner, error) {
 func (r *runner) prepare(ctx context.Context) error {
 	needFaults := slices.Contains(r.cfg.Kinds, Partition) || slices.Contains(r.cfg.Kinds, Skew)
 	for _, id := range r.ids {
+		rctx, cancelReady := context.WithTimeout(ctx, readyWait)
+		err := r.waitReady(rctx, id) // a dev cluster just started may still elect
+		cancelReady()
 		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
-		_, _, err := r.nodes[id].Readyz(cctx)
 		if err == nil && needFaults {
 			var rules faultnet.Rules
 			_, err = r.nodes[id].Faults(cctx, &rules)
