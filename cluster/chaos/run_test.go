@@ -53,7 +53,8 @@ func TestRun_DevClusterUnderEveryFaultLosesNothing(t *testing.T) {
 		t.Fatalf("build strata: %v\n%s", err, out)
 	}
 	c, err := devcluster.New(devcluster.Config{Binary: bin, Options: devcluster.Options{
-		DataDir: filepath.Join(dir, "dev"), SubnetBase: subnetChaosRun, EnableFaultInjection: true, LogLevel: "info"}})
+		DataDir: filepath.Join(dir, "dev"), SubnetBase: subnetChaosRun, EnableFaultInjection: true, LogLevel: "info",
+		WorkersPerRegion: 2}}) // as strata dev: jobs run to completion
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +103,9 @@ func TestRun_DevClusterUnderEveryFaultLosesNothing(t *testing.T) {
 	if len(res.Faults) == 0 || res.Verdict.Acked == 0 || res.Verdict.JobsTerminal != res.Verdict.Acked {
 		t.Fatalf("a run that tested nothing: %d faults, %d jobs acknowledged, %d terminal",
 			len(res.Faults), res.Verdict.Acked, res.Verdict.JobsTerminal)
+	}
+	if res.Verdict.EndStates["COMPLETED"] == 0 {
+		t.Fatalf("no job completed (end states %v): the workers did not run", res.Verdict.EndStates)
 	}
 	for _, f := range res.Faults {
 		if f.Err != "" {
