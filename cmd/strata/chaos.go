@@ -94,6 +94,10 @@ func runChaos(ctx context.Context, out, errOut io.Writer, seedGiven bool, f chao
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() { // the first Ctrl-C ends the fault phase; a second one ends chaos at once
+		<-ctx.Done()
+		stop()
+	}()
 	cc, err := devcluster.DialControl(ctx, f.dataDir)
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
@@ -102,7 +106,7 @@ func runChaos(ctx context.Context, out, errOut io.Writer, seedGiven bool, f chao
 		Seed: f.seed, Duration: f.duration, Kinds: kinds, Cluster: *cf, Control: chaos.ControlOf(cc),
 		Clients: f.clients, Rate: f.rate, MaxJobs: f.maxJobs, JobTimeout: f.jobTimeout, Settle: f.settle, Log: errOut,
 	}
-	// Ctrl-C ends the fault phase early; the end phase still heals.
+	// Ctrl-C ends the fault phase early; the end phase still heals and checks.
 	res, err := chaos.Run(ctx, cfg)
 	if errors.Is(err, chaos.ErrBadConfig) {
 		return usageError{err}
