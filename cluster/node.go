@@ -84,6 +84,11 @@ type Node struct {
 	ledger  *fsm.Ledger
 	applied *group.AppliedIndex
 	faults  *faultnet.Faults
+
+	// physical is the wall clock the HLC reads, shifted by the
+	// clock-skew fault (faultnet.Rules.ClockOffset) when fault injection is on.
+	physical faultnet.Clock
+
 	raft    *group.Group
 	wal     *wal.WAL
 	prop    *group.Proposer
@@ -248,7 +253,7 @@ func (n *Node) openClockAndLedger() error {
 	n.reg.MustRegister(skew, ticks)
 	var err error
 	n.clock, err = hlc.New(hlc.Config{
-		Node: n.cfg.Ordinal(), Physical: func() int64 { return time.Now().UnixMilli() },
+		Node: n.cfg.Ordinal(), Physical: n.physical.UnixMilli,
 		Persister: NewClockFile(n.cfg.DataDir), MaxOffset: n.cfg.HLCMaxOffset, SkewRejections: skew, Ticks: ticks,
 	})
 	if err != nil {
@@ -303,7 +308,7 @@ func (n *Node) openRaft() error {
 	var err error
 	n.faults, err = faultnet.New(faultnet.Config{
 		LocalRegion: n.cfg.Region, WANLatency: n.cfg.WANLatency, Logger: n.log, Registerer: n.reg,
-		RegionOf: func(peer string) string { return (*n.regions.Load())[peer] },
+		RegionOf: func(peer string) string { return (*n.regions.Load())[peer] }, Clock: &n.physical,
 	})
 	if err != nil {
 		return err

@@ -74,17 +74,22 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	}
 	if keyed {
 		if prev, fresh := j.idem.claim(eventID, idemEntry{jobID: jobID, spec: &spec, hlc: ts}); !fresh {
-			return replayed(prev, &spec)
+			return replayedAt(prev, &spec, level)
 		}
 	}
 	res, err := j.cfg.Writer.Submit(ctx, []fsm.Event{e}, level)
+	lost := err == nil && len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict)
 	if keyed {
-		j.idem.settle(eventID, res.Level)
+		settled := res.Level
+		if lost { // another gate's submit of the key won: only the ledger answers for the key
+			settled = commit.DurabilityNone
+		}
+		j.idem.settle(eventID, settled)
 	}
 	if err != nil {
 		return Submitted{}, submitError(err, res, j.cfg.NodeID)
 	}
-	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict) {
+	if lost {
 		// The key's job was created earlier (through another gate, or
 		// before this gate applied it): answer from the ledger once this
 		// node has applied the entry that found the conflict.
@@ -134,6 +139,23 @@ func (j *Jobs) replayFromLedger(tenant string, id fsm.EventID, spec *fsm.JobSpec
 	}
 	out, err = replayed(idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: j.cfg.Tier}, spec)
 	return out, true, err
+}
+
+// replayedAt is the answer to a repeat that finds the key in this gate's
+// cache, asking for level want. The cached submit reached prev.level
+// only: below want it may yet lose at the tier to another gate's submit
+// of the key (the client failed over while it was in flight), and its
+// job id would then never exist, so the repeat is told to retry (409)
+// until the ledger has the key (chaos run, seed 2: an answer from the
+// cache at LOCAL named a job that no read ever found).
+func replayedAt(prev idemEntry, got *fsm.JobSpec, want commit.Durability) (Submitted, error) {
+	out, err := replayed(prev, got)
+	if err != nil || out.Level >= want {
+		return out, err
+	}
+	return Submitted{}, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
+		Message: fmt.Sprintf("a submit with idempotency key %q is at %s, not yet %s; retry", got.IdempotencyKey, out.Level, want),
+		Details: map[string]any{"job_id": prev.jobID, "durability": out.Level.String()}}
 }
 
 // replayed is the answer to a repeated key: the first submit's job and

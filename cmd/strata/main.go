@@ -76,6 +76,7 @@ func newRootCmd() *cobra.Command {
 		newTLSCmd(),
 		newKeyringCmd(),
 		newOpenAPICmd(),
+		newChaosCmd(),
 	)
 	return root
 }
