@@ -131,6 +131,13 @@ func (sv *Server) stampSubmit(p auth.Principal, i int, e *fsm.Event) error {
 	if err := sv.jobs.checkRegions(spec.Regions); err != nil {
 		return err
 	}
+	// Quota admission, as POST /v1/jobs (gov_admission.go).
+	adm, err := sv.jobs.admit(spec)
+	sv.countSubmit(err, adm)
+	if err != nil {
+		return err
+	}
+	spec.Held, spec.EligibleAtMs = adm.held, adm.eligibleAtMs
 	if len(b.AssignedRegions) == 0 {
 		b.AssignedRegions = spec.Regions
 	} else if !slices.Equal(b.AssignedRegions, spec.Regions) {

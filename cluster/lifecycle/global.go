@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
+	"github.com/strata-ledger/strata/cluster/throttle"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 )
@@ -117,12 +118,14 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 	}
 	err := g.store.View(func(tx fsm.ReadTx) error {
 		visit := func(s *fsm.JobState) error { return g.visit(tx, s, nowMs, &w) }
+		tenants := map[string]bool{} // whose queued jobs may be admitted now
 		if full {
 			seen := map[string]bool{}
 			g.pending, g.held = map[string]bool{}, map[string]map[string]bool{}
 			g.due.reset()
 			err := eachLiveJob(tx, "", func(s *fsm.JobState) error {
 				seen[s.JobID] = true
+				tenants[s.Tenant] = true
 				return visit(s)
 			})
 			for id := range g.retry {
@@ -130,12 +133,18 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 					delete(g.retry, id)
 				}
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			return g.admit(tx, tenants, nowMs, &w)
 		}
 		for _, id := range ids {
 			s, err := tx.Job(id)
 			if err != nil {
 				return err
+			}
+			if s != nil {
+				tenants[s.Tenant] = true
 			}
 			if s == nil || !liveJob(s, "") {
 				g.drop(id)
@@ -145,7 +154,7 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 				return err
 			}
 		}
-		return nil
+		return g.admit(tx, tenants, nowMs, &w)
 	})
 	switch {
 	case err != nil:
@@ -170,6 +179,16 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w *globalWork) error {
 	g.visited++
 	p := plan.Global(s, nowMs)
+	if len(p.Dispatch) > 0 {
+		// A throttle holds what has not started (issue 18).
+		paused, err := throttle.Paused(tx, s.Tenant, s.Spec.Type)
+		if err != nil {
+			return err
+		}
+		if paused {
+			p.Dispatch = nil
+		}
+	}
 	if p.Emit != nil {
 		w.propose = append(w.propose, *p.Emit)
 		w.after = maxTS(w.after, s.Last.HLC)
@@ -216,6 +235,11 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 		if at := s.Created.HLC.WallMs + t.Milliseconds(); next == 0 || at < next {
 			next = at
 		}
+	}
+	// A queued job held by a rate limit is visited again when it becomes
+	// eligible, so its tenant's admissions are planned then.
+	if at := s.Spec.EligibleAtMs; s.Queued() && at > nowMs && (next == 0 || at < next) {
+		next = at
 	}
 	if next > 0 {
 		g.due.set(s.JobID, next)

@@ -76,6 +76,8 @@ func newRootCmd() *cobra.Command {
 		newTLSCmd(),
 		newKeyringCmd(),
 		newOpenAPICmd(),
+		newQuotaCmd(),
+		newThrottleCmd(),
 	)
 	return root
 }
