@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/strata-ledger/strata/cluster/quota"
@@ -112,6 +113,14 @@ func TestNode_Governance(t *testing.T) {
 		sr.decode(t, &st)
 		if sr.status != http.StatusOK || len(st.Limits) != 1 || st.Limits[0].Allowed != 1 || st.Limits[0].Pending != 1 {
 			t.Fatalf("status %d %+v", sr.status, st)
+		}
+		// Quota usage and refusals are in the gate's metrics.
+		m := string(c.call("g1", "GET", "/metrics", "", nil).body)
+		for _, want := range []string{`strata_quota_allowed_jobs{tenant="acme"} 1`, `strata_quota_queued_jobs{tenant="acme"} 1`,
+			`strata_http_throttled_requests_total{reason="max_active"} 1`, `strata_http_throttled_requests_total{reason="queued"} 1`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("g1 /metrics lacks %s", want)
+			}
 		}
 		// The queued job waits while the first runs, then is admitted.
 		waitStatus(t, c, first, fsm.JobStatusCompleted)

@@ -269,6 +269,9 @@ func New(cfg Config) (*Server, error) {
 		metrics: newHTTPMetrics(cfg.Registry), bundles: newBundleMetrics(cfg.Registry)}
 	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries), gov: newGovernor()}
 	sv.rate = newRateLimiter(cfg.RateLimit, cfg.Registry)
+	if cfg.Role == RoleGate {
+		cfg.Registry.MustRegister(newQuotaCollector(cfg.Ledger)) // quota usage per tenant (gov_metrics.go)
+	}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
 	// No ReadTimeout or WriteTimeout here: the deadlines of a request's
 	// body and answer are set per request (deadline.go), which lets
