@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -264,8 +265,15 @@ func newJobReplayCmd(f *clientFlags) *cobra.Command {
 func auditFlags(cmd *cobra.Command, reason, ticket *string) {
 	cmd.Flags().StringVar(reason, "reason", "", "why (required: the change is audited)")
 	cmd.Flags().StringVar(ticket, "ticket", "", "the change's ticket (required)")
-	_ = cmd.MarkFlagRequired("reason")
-	_ = cmd.MarkFlagRequired("ticket")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		switch {
+		case strings.TrimSpace(*reason) == "":
+			return usageError{errors.New("--reason is required: the change is audited")}
+		case strings.TrimSpace(*ticket) == "":
+			return usageError{errors.New("--ticket is required: the change is audited")}
+		}
+		return nil
+	}
 }
 
 func printGovernance(cmd *cobra.Command, f *clientFlags, meta api.ResponseMeta, out *api.GovernanceResponse) error {
