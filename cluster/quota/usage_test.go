@@ -233,3 +233,31 @@ func TestPolicy_EncodeIsCompactJSON(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// A job held by a rate limit (eligible_at_ms) is not planned before its
+// time, and the ledger refuses an admission stamped before it.
+func TestAdmissions_EligibleTime(t *testing.T) {
+	k := newKit(t)
+	id := fsm.JobID{Region: "use1", UnixMs: 1_700_000_000_000, Gate: "gate1", Seq: 1}.String()
+	spec := fsmtest.Spec("acme", "use1")
+	spec.Held, spec.Admission, spec.EligibleAtMs = true, fsm.AdmissionQueue, 1_700_000_000_500
+	if r := k.apply(id, "acme", 1, &fsm.JobCreated{Spec: spec, AssignedRegions: spec.Regions}); r.Outcome != fsm.OutcomeApplied {
+		t.Fatalf("create: %v", r.Err)
+	}
+	k.view(func(tx fsm.ReadTx) {
+		if adm, _ := Admissions(tx, "acme", 1_700_000_000_499, nil); len(adm) != 0 {
+			t.Fatalf("planned before its eligible time: %v", ids(adm))
+		}
+		if adm, _ := Admissions(tx, "acme", 1_700_000_000_500, nil); len(adm) != 1 {
+			t.Fatalf("not planned at its eligible time: %v", ids(adm))
+		}
+	})
+	// k.apply stamps HLC wall 1_700_000_000_000+n: well before 500 ms.
+	if r := k.apply(id, "acme", 0, &fsm.JobAdmitted{}); r.Outcome != fsm.OutcomeRejected || !errors.Is(r.Err, fsm.ErrOverQuota) {
+		t.Fatalf("early admission: %s %v", r.Outcome, r.Err)
+	}
+	k.n = 600 // the next event's HLC wall is past the eligible time
+	if r := k.apply(id, "acme", 0, &fsm.JobAdmitted{}); r.Outcome != fsm.OutcomeApplied {
+		t.Fatalf("admission at its time: %s %v", r.Outcome, r.Err)
+	}
+}
