@@ -17,6 +17,8 @@ const maxAdmitsPerPass = 1_000
 // tenant, the best-ranked queued jobs its quota has room for
 // (quota.Admissions), skipping paused ones. The ledger checks each
 // admission again (quota.Hook), so a stale plan admits nothing too many.
+// Only tenants with a queued job seen by a visit (g.queued) are looked
+// at, so tenants that never queue cost no scan of their PENDING jobs.
 func (g *globalReconciler) admit(tx fsm.ReadTx, tenants map[string]bool, nowMs int64, w *globalWork) error {
 	names := make([]string, 0, len(tenants))
 	for t := range tenants {
@@ -26,9 +28,15 @@ func (g *globalReconciler) admit(tx fsm.ReadTx, tenants map[string]bool, nowMs i
 	skip := func(s *fsm.JobState) (bool, error) { return throttle.Paused(tx, s.Tenant, s.Spec.Type) }
 	n := 0
 	for _, tenant := range names {
-		adm, err := quota.Admissions(tx, tenant, nowMs, skip)
+		if !g.queued[tenant] {
+			continue // no queued job seen: nothing to admit, no scan
+		}
+		adm, queued, err := quota.AdmissionsOf(tx, tenant, nowMs, skip)
 		if err != nil {
 			return err
+		}
+		if queued == 0 {
+			delete(g.queued, tenant)
 		}
 		for _, s := range adm {
 			if n == maxAdmitsPerPass {

@@ -55,6 +55,9 @@ type globalReconciler struct {
 	// delivery to a region marks it, advance frees it when the driver
 	// reports that the delivery ended. One delivery per region at a time.
 	inflight map[string]bool
+	// queued are the tenants a visit saw a queued job of (issue 18): the
+	// only tenants admit looks at; a full pass rebuilds it.
+	queued map[string]bool
 }
 
 // redelivery tracks when a (job, region) delivery may be sent again.
@@ -65,7 +68,8 @@ type redelivery struct {
 
 func newGlobalReconciler(l *Lifecycle) *globalReconciler {
 	return &globalReconciler{store: l.cfg.Store, dirty: l.dirty, retry: map[string]map[string]*redelivery{},
-		pending: map[string]bool{}, held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{}}
+		pending: map[string]bool{}, held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{},
+		queued: map[string]bool{}}
 }
 
 // globalWork is what one step of the global reconciler decided, its
@@ -121,7 +125,7 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 		tenants := map[string]bool{} // whose queued jobs may be admitted now
 		if full {
 			seen := map[string]bool{}
-			g.pending, g.held = map[string]bool{}, map[string]map[string]bool{}
+			g.pending, g.held, g.queued = map[string]bool{}, map[string]map[string]bool{}, map[string]bool{}
 			g.due.reset()
 			err := eachLiveJob(tx, "", func(s *fsm.JobState) error {
 				seen[s.JobID] = true
@@ -178,6 +182,9 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 // pass that finds the region free, without waiting out a backoff).
 func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w *globalWork) error {
 	g.visited++
+	if s.Queued() {
+		g.queued[s.Tenant] = true
+	}
 	p := plan.Global(s, nowMs)
 	if len(p.Dispatch) > 0 {
 		// A throttle holds what has not started (issue 18).

@@ -188,6 +188,18 @@ func Rank(a, b *fsm.JobState) bool {
 // jobs skip refuses (throttled, not yet eligible at nowMs) and those
 // whose job type is full. Reading at most MaxQueuedScan queued jobs.
 func Admissions(tx fsm.ReadTx, tenant string, nowMs int64, skip func(*fsm.JobState) (bool, error)) ([]*fsm.JobState, error) {
+	adm, _, err := AdmissionsOf(tx, tenant, nowMs, skip)
+	return adm, err
+}
+
+// AdmissionsOf is Admissions that also says how many queued jobs it
+// found, so a caller can forget a tenant whose queue is empty.
+func AdmissionsOf(tx fsm.ReadTx, tenant string, nowMs int64, skip func(*fsm.JobState) (bool, error)) ([]*fsm.JobState, int, error) {
+	out, queued, err := admissions(tx, tenant, nowMs, skip)
+	return out, queued, err
+}
+
+func admissions(tx fsm.ReadTx, tenant string, nowMs int64, skip func(*fsm.JobState) (bool, error)) ([]*fsm.JobState, int, error) {
 	var queued []*fsm.JobState
 	err := tx.JobsMatching(fsm.JobFilter{Tenant: tenant, Status: fsm.JobStatusPending}, "", func(s *fsm.JobState) error {
 		if !s.Queued() {
@@ -200,10 +212,10 @@ func Admissions(tx fsm.ReadTx, tenant string, nowMs int64, skip func(*fsm.JobSta
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(queued) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	sort.Slice(queued, func(i, j int) bool { return Rank(queued[i], queued[j]) })
 	room := map[string]int64{} // job type ("" the tenant) → free slots, read once
@@ -234,14 +246,14 @@ func Admissions(tx fsm.ReadTx, tenant string, nowMs int64, skip func(*fsm.JobSta
 		if skip != nil {
 			if sk, err := skip(s); err != nil || sk {
 				if err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				continue
 			}
 		}
 		tr, err := roomOf("")
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if tr == 0 {
 			break
@@ -249,7 +261,7 @@ func Admissions(tx fsm.ReadTx, tenant string, nowMs int64, skip func(*fsm.JobSta
 		if s.Spec.Type != "" {
 			r, err := roomOf(s.Spec.Type)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if r == 0 {
 				continue
@@ -259,5 +271,5 @@ func Admissions(tx fsm.ReadTx, tenant string, nowMs int64, skip func(*fsm.JobSta
 		room[""] = tr - 1
 		out = append(out, s)
 	}
-	return out, nil
+	return out, len(queued), nil
 }
