@@ -160,6 +160,12 @@ type NodeConfig struct {
 	GossipKeyringFile string   `koanf:"gossip_keyring_file"` // default DATA/gossip.keyring
 	Insecure          bool     `koanf:"insecure"`            // allow non-loopback addresses without TLS
 	AdminAddr         string   `koanf:"admin_addr"`          // pprof listener; empty: off
+
+	// Per-token API rate limit of this node (issue 18): a token bucket
+	// per token refilled at APIRateLimit requests per second, holding
+	// APIRateBurst (default: one second's worth). 0: off.
+	APIRateLimit float64 `koanf:"api_rate_limit"`
+	APIRateBurst float64 `koanf:"api_rate_burst"`
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
@@ -213,6 +219,9 @@ func (c *NodeConfig) Validate() error {
 	}
 	if c.DataDir == "" {
 		bad("data_dir", "required")
+	}
+	if c.APIRateLimit < 0 || c.APIRateLimit > 1e6 || c.APIRateBurst < 0 || c.APIRateBurst > 1e7 {
+		bad("api_rate_limit", "%g per second and burst %g must be in [0, 1e6] and [0, 1e7]", c.APIRateLimit, c.APIRateBurst)
 	}
 	addrs := map[string]string{"http_addr": c.HTTPAddr, "raft_addr": c.RaftAddr, "gossip_addr": c.GossipAddr}
 	if c.Role == RoleGate {

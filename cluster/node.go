@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -276,7 +277,7 @@ func (n *Node) openClockAndLedger() error {
 	if err != nil {
 		return err
 	}
-	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs}); err != nil {
+	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate)}); err != nil {
 		return err
 	}
 	if err = n.buildTree(); err != nil {
@@ -613,6 +614,7 @@ func (n *Node) startAPI() error {
 		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 		TLS: n.apiTLS(), Security: n.securityStatus, Keyring: n.keyringAPI(),
+		RateLimit: httpapi.RateLimit{PerSecond: n.cfg.APIRateLimit, Burst: cmp.Or(n.cfg.APIRateBurst, n.cfg.APIRateLimit)},
 	})
 	if err != nil {
 		return err

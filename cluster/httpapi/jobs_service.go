@@ -25,6 +25,7 @@ import (
 type Jobs struct {
 	cfg  *Config
 	idem *idempotencyCache
+	gov  *governor // admission's submit buckets (gov_admission.go)
 }
 
 // Submitted is what a submit did.
@@ -41,6 +42,8 @@ type Submitted struct {
 	LSN wal.LSN
 	// Existing: a repeat of an earlier submit's key; nothing new was made.
 	Existing bool
+	// Admission: whether the job was held over its quota (gov_admission.go).
+	Admission admission
 }
 
 // Submit creates the job spec describes for p at durability level.
@@ -50,6 +53,9 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	}
 	if err := spec.CheckSubmit(); err != nil {
 		return Submitted{}, eventError(err)
+	}
+	if err := gateOnlyFields(&spec, "spec."); err != nil {
+		return Submitted{}, err
 	}
 	if err := j.checkRegions(spec.Regions); err != nil {
 		return Submitted{}, err
@@ -62,6 +68,11 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 			return out, err
 		}
 	}
+	adm, err := j.admit(&spec)
+	if err != nil {
+		return Submitted{}, err
+	}
+	spec.Held, spec.EligibleAtMs = adm.held, adm.eligibleAtMs
 	jobID, ts, err := j.cfg.JobIDs.Next()
 	if err != nil {
 		return Submitted{}, err
@@ -103,7 +114,7 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	if err := resultError(res); err != nil {
 		return Submitted{}, err
 	}
-	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index, LSN: res.LSN}, nil
+	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index, LSN: res.LSN, Admission: adm}, nil
 }
 
 // checkRegions refuses a region no node of the cluster serves.
@@ -232,4 +243,15 @@ func commitOwn(ctx context.Context, cfg *Config, level commit.Durability, e fsm.
 		return res, e.HLC, submitError(err, res, cfg.NodeID)
 	}
 	return res, e.HLC, nil
+}
+
+// gateOnlyFields refuses a client's spec that sets a field only the gate
+// sets (replay_of, replay_digest, held): 400 naming the field.
+func gateOnlyFields(spec *fsm.JobSpec, prefix string) error {
+	if f := spec.GateOnlyField(); f != "" {
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+			Message: fmt.Sprintf("%s%s is set by the gate (a replay, an admission), not by a client", prefix, f),
+			Details: map[string]any{"field": f}}
+	}
+	return nil
 }

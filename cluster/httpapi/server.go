@@ -230,6 +230,8 @@ type Config struct {
 	// Keyring runs gossip keyring operations cluster-wide (gates); nil:
 	// not served.
 	Keyring Keyring
+	// RateLimit is the per-token API rate limit (issue 18); zero: off.
+	RateLimit RateLimit
 }
 
 // Server serves the API.
@@ -242,6 +244,7 @@ type Server struct {
 	// lower them with SetTimeouts).
 	timeouts atomic.Pointer[Timeouts]
 	metrics  *httpMetrics
+	rate     *rateLimiter // per-token API rate limit and throttling metrics
 	bundles  *bundleMetrics
 	srv      *http.Server
 
@@ -264,7 +267,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	sv := &Server{cfg: cfg, log: cfg.Logger,
 		metrics: newHTTPMetrics(cfg.Registry), bundles: newBundleMetrics(cfg.Registry)}
-	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries)}
+	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries), gov: newGovernor()}
+	sv.rate = newRateLimiter(cfg.RateLimit, cfg.Registry)
+	if cfg.Role == RoleGate {
+		cfg.Registry.MustRegister(newQuotaCollector(cfg.Ledger)) // quota usage per tenant (gov_metrics.go)
+	}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
 	// No ReadTimeout or WriteTimeout here: the deadlines of a request's
 	// body and answer are set per request (deadline.go), which lets

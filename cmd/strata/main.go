@@ -77,6 +77,8 @@ func newRootCmd() *cobra.Command {
 		newKeyringCmd(),
 		newOpenAPICmd(),
 		newChaosCmd(),
+		newQuotaCmd(),
+		newThrottleCmd(),
 	)
 	return root
 }
