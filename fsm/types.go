@@ -27,6 +27,8 @@ const (
 	TypeWorkflowFailed      EventType = 36
 	TypeWorkflowRescheduled EventType = 37
 	TypeWorkflowCancelled   EventType = 38
+	// Codes 39–47 are gov-regional's (issue 18): retries.
+	TypeWorkflowRetryScheduled EventType = 39
 	TypeWorkerJoined        EventType = 64
 	TypeWorkerLeft          EventType = 65
 )
@@ -50,6 +52,7 @@ var typeNames = [...]string{
 	TypeWorkflowFailed:           "WorkflowFailed",
 	TypeWorkflowRescheduled:      "WorkflowRescheduled",
 	TypeWorkflowCancelled:        "WorkflowCancelled",
+	TypeWorkflowRetryScheduled:   "WorkflowRetryScheduled",
 	TypeWorkerJoined:             "WorkerJoined",
 	TypeWorkerLeft:               "WorkerLeft",
 	TypeForwardMark:              "ForwardMark",
@@ -82,7 +85,7 @@ func (t EventType) IsJob() bool { return t >= TypeJobCreated && t <= TypeJobTime
 
 // IsWorkflow reports whether t is a workflow event.
 func (t EventType) IsWorkflow() bool {
-	return t >= TypeWorkflowDispatched && t <= TypeWorkflowCancelled
+	return t >= TypeWorkflowDispatched && t <= TypeWorkflowCancelled || t == TypeWorkflowRetryScheduled
 }
 
 // IsWorker reports whether t is a worker registry event.
@@ -169,6 +172,8 @@ func newBody(t EventType) Body {
 		return new(WorkflowRescheduled)
 	case TypeWorkflowCancelled:
 		return new(WorkflowCancelled)
+	case TypeWorkflowRetryScheduled:
+		return new(WorkflowRetryScheduled)
 	case TypeWorkerJoined:
 		return new(WorkerJoined)
 	case TypeWorkerLeft:

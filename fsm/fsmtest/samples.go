@@ -36,6 +36,8 @@ func SampleEvents() []fsm.Event {
 		&fsm.WorkerJoined{Worker: "w-17", Capacity: 8},
 		&fsm.WorkerLeft{Worker: "w-17", Reason: "drain"},
 		&fsm.ForwardMark{Marks: []fsm.ForwardPosition{{Tenant: "acme", Seq: 12}, {Tenant: "globex", Seq: 1 << 33}}},
+		// Appended after the older types, so the samples' indexes stay.
+		&fsm.WorkflowRetryScheduled{Workflow: wf, Attempt: 2, Cause: "error", NotBeforeMs: 1704931206000},
 	}
 	events := make([]fsm.Event, len(bodies))
 	for i, b := range bodies {
