@@ -29,8 +29,8 @@ const (
 	TypeWorkflowCancelled   EventType = 38
 	// Codes 39–47 are gov-regional's (issue 18): retries.
 	TypeWorkflowRetryScheduled EventType = 39
-	TypeWorkerJoined        EventType = 64
-	TypeWorkerLeft          EventType = 65
+	TypeWorkerJoined           EventType = 64
+	TypeWorkerLeft             EventType = 65
 )
 
 // The regional forwarder's replicated position (regional ledger, DESIGN §4).
