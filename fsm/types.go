@@ -27,11 +27,13 @@ const (
 	TypeWorkflowFailed      EventType = 36
 	TypeWorkflowRescheduled EventType = 37
 	TypeWorkflowCancelled   EventType = 38
-	// Codes 39–47 are gov-regional's (issue 18): retries.
-	TypeWorkflowRetryScheduled EventType = 39
-	TypeWorkerJoined           EventType = 64
-	TypeWorkerLeft             EventType = 65
+	TypeWorkerJoined        EventType = 64
+	TypeWorkerLeft          EventType = 65
 )
+
+// Workflow events of issue 18's retries (regional ledger; codes 39–47 are
+// gov-regional's).
+const TypeWorkflowRetryScheduled EventType = 39
 
 // The regional forwarder's replicated position (regional ledger, DESIGN §4).
 const TypeForwardMark EventType = 66
