@@ -14,9 +14,11 @@ type Cause string
 
 // Failure causes. A worker's failure message is classified by Classify.
 const (
-	// CauseError: the workflow's load failed (the reference worker: every
-	// simulated request failed), or the worker said nothing more precise.
-	CauseError Cause = "error"
+	// CauseError: the worker reported the workflow failed (the reference
+	// worker: every simulated request failed) and said nothing more
+	// precise. A worker that goes silent does not fail its workflows: they
+	// are rescheduled (WorkflowRescheduled) and no attempt is spent.
+	CauseError Cause = "worker_error"
 	// CauseTimeout: the worker reports a timeout or a deadline exceeded.
 	CauseTimeout Cause = "timeout"
 	// CausePermanent: the worker says retrying cannot help (a message
@@ -24,7 +26,8 @@ const (
 	CausePermanent Cause = "permanent"
 )
 
-// Causes lists the causes a retry_on list may name.
+// Causes lists the causes a retry_on list may usefully name (the gate
+// accepts any name; one that is never produced matches nothing).
 func Causes() []Cause { return []Cause{CauseError, CauseTimeout} }
 
 // DefaultRetryOn is what a policy without retry_on retries.
@@ -44,7 +47,8 @@ func Classify(msg string) Cause {
 }
 
 // Retryable reports whether a failure of cause c is retried under a
-// policy whose retry_on is on (empty: DefaultRetryOn).
+// policy whose retry_on is on (empty: every cause but permanent, i.e.
+// DefaultRetryOn, as the spec documents).
 func Retryable(c Cause, on []string) bool {
 	if c == CausePermanent {
 		return false

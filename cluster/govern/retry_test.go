@@ -32,9 +32,10 @@ func TestRetryable(t *testing.T) {
 	}{
 		{"default retries errors", CauseError, nil, true},
 		{"default retries timeouts", CauseTimeout, nil, true},
-		{"permanent never", CausePermanent, []string{"error", "timeout", "permanent"}, false},
+		{"permanent never", CausePermanent, []string{"worker_error", "timeout", "permanent"}, false},
 		{"only timeouts", CauseError, []string{"timeout"}, false},
-		{"listed", CauseError, []string{"error"}, true},
+		{"listed", CauseError, []string{"worker_error"}, true},
+		{"a cause never produced matches nothing", CauseError, []string{"lease_expired"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
