@@ -154,6 +154,12 @@ type NodeConfig struct {
 	GossipKeyringFile string   `koanf:"gossip_keyring_file"` // default DATA/gossip.keyring
 	Insecure          bool     `koanf:"insecure"`            // allow non-loopback addresses without TLS
 	AdminAddr         string   `koanf:"admin_addr"`          // pprof listener; empty: off
+
+	// Governance of a region's dispatch (managers, issue 18,
+	// config_govern.go): the circuit breakers per (tenant, job type), and
+	// the retry policy of each job type whose jobs' specs have none.
+	Breakers      BreakerConfig          `koanf:"breakers"`
+	RetryDefaults map[string]RetryConfig `koanf:"retry_defaults"`
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
@@ -265,6 +271,7 @@ func (c *NodeConfig) Validate() error {
 		bad("tokens", "at least one API token is required")
 	}
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateGovern()...)
 	if len(c.ClusterToken) < auth.MinTokenLen {
 		bad("cluster_token", "required, at least %d characters, the same on every node", auth.MinTokenLen)
 	}

@@ -76,6 +76,8 @@ func newRootCmd() *cobra.Command {
 		newTLSCmd(),
 		newKeyringCmd(),
 		newOpenAPICmd(),
+		newBreakerCmd(),
+		newMaintenanceCmd(),
 	)
 	return root
 }
