@@ -51,6 +51,9 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	if err := spec.CheckSubmit(); err != nil {
 		return Submitted{}, eventError(err)
 	}
+	if err := gateOnlyFields(&spec, "spec."); err != nil {
+		return Submitted{}, err
+	}
 	if err := j.checkRegions(spec.Regions); err != nil {
 		return Submitted{}, err
 	}
@@ -210,4 +213,15 @@ func commitOwn(ctx context.Context, cfg *Config, level commit.Durability, e fsm.
 		return res, e.HLC, submitError(err, res, cfg.NodeID)
 	}
 	return res, e.HLC, nil
+}
+
+// gateOnlyFields refuses a client's spec that sets a field only the gate
+// sets (replay_of, replay_digest, held): 400 naming the field.
+func gateOnlyFields(spec *fsm.JobSpec, prefix string) error {
+	if f := spec.GateOnlyField(); f != "" {
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+			Message: fmt.Sprintf("%s%s is set by the gate (a replay, an admission), not by a client", prefix, f),
+			Details: map[string]any{"field": f}}
+	}
+	return nil
 }
