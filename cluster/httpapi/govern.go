@@ -190,7 +190,8 @@ func (sv *Server) handleSetMaintenance(w http.ResponseWriter, r *http.Request, c
 		httpx.WriteError(w, err)
 		return
 	}
-	value, err := govern.EncodeMaintenance(govern.MaintenanceRecord{On: req.On, SinceMs: time.Now().UnixMilli()})
+	since := time.Now().UnixMilli()
+	value, err := govern.EncodeMaintenance(govern.MaintenanceRecord{On: req.On, SinceMs: since})
 	if err != nil {
 		httpx.WriteError(w, err)
 		return
@@ -206,7 +207,7 @@ func (sv *Server) handleSetMaintenance(w http.ResponseWriter, r *http.Request, c
 		return
 	}
 	out := api.MaintenanceResponse{WriteResponse: sv.writeResponse(w, res, ts)}
-	out.Maintenance = api.MaintenanceStatus{Region: sv.cfg.Region, On: req.On, Since: ts.WallMs, Reason: req.Reason,
+	out.Maintenance = api.MaintenanceStatus{Region: sv.cfg.Region, On: req.On, Since: since, Reason: req.Reason,
 		Ticket: req.Ticket, Requestor: c.p.Name, HLC: &ts}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }

@@ -52,7 +52,17 @@ type breakerSlot struct {
 	value   string // the record value the ledger holds, as last read
 	want    string // a value proposed and not yet read back; "" if none
 	wantEv  fsm.Event
+	tries   int // passes want was proposed in
+	// ledger is the state the ledger holds, for giving up on want.
+	ledger       govern.BreakerState
+	ledgerSince  int64
+	ledgerForced bool
 }
+
+// maxTransitionTries bounds how many passes a transition is proposed in
+// before the term gives it up and takes the ledger's state back (a
+// proposal the ledger keeps refusing must not be retried forever).
+const maxTransitionTries = 20
 
 func newRegionGov(l *Lifecycle) *regionGov {
 	return &regionGov{cfg: l.cfg.Breakers, defaults: l.cfg.RetryDefaults, region: l.cfg.Region, m: l.govM,
@@ -86,6 +96,7 @@ func (g *regionGov) read(tx fsm.ReadTx) error {
 		seen[p.Key] = true
 		s := g.slot(tenant, jobType)
 		v := string(p.Value)
+		s.ledger, s.ledgerSince, s.ledgerForced = state, r.SinceMs, r.Forced
 		switch {
 		case v == s.want:
 			s.value, s.want = v, "" // our transition is in
@@ -167,9 +178,15 @@ func (g *regionGov) tick(nowMs int64) {
 			g.transition(s, t, nowMs)
 			continue
 		}
-		if s.want != "" && !g.proposing(s) {
-			g.propose = append(g.propose, s.wantEv)
+		if s.want == "" || g.proposing(s) {
+			continue
 		}
+		if s.tries++; s.tries > maxTransitionTries {
+			s.want, s.tries = "", 0
+			s.b.Restore(s.ledger, s.ledgerSince, s.ledgerForced)
+			continue
+		}
+		g.propose = append(g.propose, s.wantEv)
 	}
 }
 
@@ -193,7 +210,7 @@ func (g *regionGov) transition(s *breakerSlot, t govern.Transition, nowMs int64)
 	e := fsm.Event{ID: transitionID(key, t, nowMs), Type: fsm.TypePolicySet, Tenant: s.tenant,
 		Body: &fsm.PolicySet{Kind: govern.KindBreaker, Key: key, Value: v, Reason: t.Reason,
 			Requestor: BreakerRequestor}}
-	s.want, s.wantEv = string(v), e
+	s.want, s.wantEv, s.tries = string(v), e, 1
 	g.propose = append(g.propose, e)
 }
 
