@@ -211,6 +211,18 @@ func TestGovernance(t *testing.T) {
 			b, ok := breakerOn(t, c, "m2", testAdminToken, "brittle")
 			return ok && b.State == "closed"
 		})
+		// The metrics say so (on the managers that led meanwhile).
+		for _, want := range []string{`strata_breaker_transitions_total{to="open"}`, `strata_breaker_transitions_total{to="closed"}`,
+			`strata_breaker_state{job_type="brittle",tenant="acme"} 0`, `strata_workflow_retries_total{cause="worker_error"}`} {
+			c.waitFor("a manager's metrics showing "+want, func() bool {
+				for _, m := range []string{"m1", "m2", "m3"} {
+					if strings.Contains(string(c.call(m, "GET", "/metrics", "", nil).body), want) {
+						return true
+					}
+				}
+				return false
+			})
+		}
 		// Another tenant sees none of acme's breakers.
 		if _, ok := breakerOn(t, c, "g1", testGlobexToken, "brittle"); ok {
 			t.Fatal("globex sees acme's breaker")

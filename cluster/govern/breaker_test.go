@@ -165,3 +165,27 @@ func TestBreakerState_Names(t *testing.T) {
 		t.Fatal("unknown state parsed")
 	}
 }
+
+// BenchmarkBreaker_Observe is the cost the regional leader pays per
+// workflow outcome it counts.
+func BenchmarkBreaker_Observe(b *testing.B) {
+	c := BreakerConfig{MinSamples: 1 << 30}.WithDefaults() // never trips: every call does the full count
+	var br Breaker
+	now := int64(1_700_000_000_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		now += 7
+		br.Observe(c, now, now%3 == 0)
+	}
+}
+
+// BenchmarkBackoff is the cost of one retry's delay (a seeded PCG draw).
+func BenchmarkBackoff(b *testing.B) {
+	p := RetryPolicy{MaxAttempts: 10}.WithDefaults()
+	b.ReportAllocs()
+	n := uint32(0)
+	for b.Loop() {
+		n++
+		Backoff(p, n%10+1, Seed("use1-1700000000000-g1-00001/use1/load/7", n))
+	}
+}

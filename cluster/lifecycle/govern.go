@@ -35,12 +35,14 @@ type regionGov struct {
 	// breakers by key (govern.BreakerKey), with the record value each
 	// was last restored from (or last proposed).
 	breakers map[string]*breakerSlot
-	// counted is, per job and workflow, the highest attempt whose outcome
-	// went into a window (and whose retry into the metrics).
-	counted map[string]map[string]uint32
+	// counted is, per job and workflow, what the term counted of it.
+	counted map[string]map[string]seen
 	// running counts, per breaker key, the workflows leased during this
 	// pass (half-open admission); reset each pass.
 	running map[string]int
+	// leased caches, per half-open breaker key, its workflows leased
+	// when the pass read the ledger; reset each pass.
+	leased map[string]int
 	// propose holds this pass's transitions.
 	propose []fsm.Event
 }
@@ -66,12 +68,12 @@ const maxTransitionTries = 20
 
 func newRegionGov(l *Lifecycle) *regionGov {
 	return &regionGov{cfg: l.cfg.Breakers, defaults: l.cfg.RetryDefaults, region: l.cfg.Region, m: l.govM,
-		breakers: map[string]*breakerSlot{}, counted: map[string]map[string]uint32{}}
+		breakers: map[string]*breakerSlot{}, counted: map[string]map[string]seen{}}
 }
 
 // read loads the region's records in the pass's view.
 func (g *regionGov) read(tx fsm.ReadTx) error {
-	g.running, g.propose = map[string]int{}, nil
+	g.running, g.leased, g.propose = map[string]int{}, map[string]int{}, nil
 	g.maintenance = false
 	p, err := tx.Policy(govern.KindMaintenance, g.region)
 	if err != nil {
@@ -127,37 +129,47 @@ func (g *regionGov) slot(tenant, jobType string) *breakerSlot {
 }
 
 // observe counts the outcomes of job s's workflows that this term has
-// not counted yet and that ended within the breaker window of nowMs.
+// not counted yet and that ended within the breaker window of nowMs, and
+// the retries scheduled since (metrics).
 func (g *regionGov) observe(s *fsm.JobState, wfs map[string]*fsm.WorkflowState, nowMs int64) {
 	jobType := s.Spec.Type
 	counted := g.counted[s.JobID]
 	if counted == nil {
-		counted = map[string]uint32{}
+		counted = map[string]seen{}
 		g.counted[s.JobID] = counted
 	}
 	oldest := nowMs - g.cfg.Window.Milliseconds()
 	for _, id := range plan.SortedKeys(wfs) {
-		w := wfs[id]
-		done := counted[id]
+		w, c := wfs[id], counted[id]
 		for _, h := range w.RetryHistory {
-			if h.Attempt > done {
-				done = h.Attempt
-				if h.FailedAt.WallMs >= oldest {
+			recent := h.FailedAt.WallMs >= oldest
+			if h.Attempt > c.retried {
+				c.retried = h.Attempt
+				if recent {
 					g.m.retries.WithLabelValues(h.Cause).Inc()
+				}
+			}
+			if h.Attempt > c.outcome { // its failure, if no pass saw it FAILED
+				c.outcome = h.Attempt
+				if recent {
 					g.outcome(s.Tenant, jobType, nowMs, true)
 				}
 			}
 		}
 		ended := w.Status == fsm.WorkflowStatusCompleted || w.Status == fsm.WorkflowStatusFailed
-		if ended && w.Attempt() > done {
-			done = w.Attempt()
+		if ended && w.Attempt() > c.outcome {
+			c.outcome = w.Attempt()
 			if w.HLC.WallMs >= oldest {
 				g.outcome(s.Tenant, jobType, nowMs, w.Status == fsm.WorkflowStatusFailed)
 			}
 		}
-		counted[id] = done
+		counted[id] = c
 	}
 }
+
+// seen is what a term counted of one workflow: the highest attempt whose
+// outcome went into a window, and whose retry into the metrics.
+type seen struct{ outcome, retried uint32 }
 
 func (g *regionGov) outcome(tenant, jobType string, nowMs int64, failed bool) {
 	if jobType == "" {
@@ -238,10 +250,19 @@ func (g *regionGov) governance(leased func(key string) int) *plan.Governance {
 			}
 			key := govern.BreakerKey(s.Tenant, s.Spec.Type)
 			slot := g.breakers[key]
-			if slot == nil {
+			if slot == nil || slot.b.State == govern.BreakerClosed {
 				return -1
 			}
-			return slot.b.Admit(g.cfg, leased(key)+g.running[key])
+			if slot.b.State == govern.BreakerOpen {
+				return 0
+			}
+			// Half-open: count the type's leased workflows once a pass.
+			n, ok := g.leased[key]
+			if !ok {
+				n = leased(key)
+				g.leased[key] = n
+			}
+			return slot.b.Admit(g.cfg, n+g.running[key])
 		},
 		Leased: func(s *fsm.JobState) {
 			if s.Spec.Type != "" {

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/strata-ledger/strata/cluster/govern"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -163,5 +165,31 @@ func TestRegionGov_ATransitionTheLedgerNeverTakesIsGivenUp(t *testing.T) {
 	s.govPass(g, t0+maxTransitionTries, wfs)
 	if len(g.propose) != 0 || admitOf(g) != -1 {
 		t.Fatalf("after %d passes: %v, admit %d; want the ledger's state (closed) back", maxTransitionTries, names(g.propose), admitOf(g))
+	}
+}
+
+func TestRegionGov_RetriesCountedOnceEvenAfterTheFailureWasSeen(t *testing.T) {
+	s, g := newGovSide(t)
+	t0 := int64(stepT0)
+	w := ended("a", fsm.WorkflowStatusFailed, t0)
+	s.govPass(g, t0, map[string]*fsm.WorkflowState{"a": w}) // a pass sees attempt 1 FAILED
+	r := *w
+	r.Status, r.Retries = fsm.WorkflowStatusDispatched, 1
+	r.RetryHistory = []fsm.WorkflowAttempt{{Attempt: 1, Cause: "worker_error", FailedAt: hlc.Timestamp{WallMs: t0}}}
+	for i := range 3 { // then the retry, seen by several passes
+		s.govPass(g, t0+1+int64(i), map[string]*fsm.WorkflowState{"a": &r})
+	}
+	var m dto.Metric
+	if err := g.m.retries.WithLabelValues("worker_error").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetCounter().GetValue(); got != 1 {
+		t.Fatalf("retries counted %v times, want 1", got)
+	}
+	// The failure went into the window once: two more failures trip a
+	// breaker of 3 samples at 0.6, one more does not.
+	s.govPass(g, t0+10, map[string]*fsm.WorkflowState{"b": ended("b", fsm.WorkflowStatusFailed, t0+10)})
+	if len(g.propose) != 0 {
+		t.Fatalf("2 outcomes tripped the breaker: the first failure was counted twice (%v)", names(g.propose))
 	}
 }

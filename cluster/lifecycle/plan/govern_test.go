@@ -95,7 +95,8 @@ func TestRegionJob_RetryIDIsStablePerAttempt(t *testing.T) {
 		}
 		return evs[0].ID
 	}
-	if plan(0) != plan(0) {
+	first, again := plan(0), plan(0)
+	if first != again {
 		t.Fatal("the same retry planned twice got two ids")
 	}
 	if plan(0) == plan(1) {
