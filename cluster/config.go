@@ -159,7 +159,7 @@ type NodeConfig struct {
 	// config_govern.go): the circuit breakers per (tenant, job type), and
 	// the retry policy of each job type whose jobs' specs have none.
 	Breakers      BreakerConfig          `koanf:"breakers"`
-	RetryDefaults map[string]RetryConfig `koanf:"retry_defaults"`
+	RetryDefaults map[string]RetryConfig `koanf:"retry_defaults,omitempty"`
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
