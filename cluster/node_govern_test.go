@@ -152,6 +152,14 @@ func TestGovernance(t *testing.T) {
 				t.Errorf("history entry %d: retry not before %d, failed at %d: no backoff", i, h.NotBeforeMs, h.FailedAt.WallMs)
 			}
 		}
+		// Each attempt ran the whole load; the region reports all three.
+		per := w.Completed + w.Failed
+		if per == 0 || w.PriorCompleted+w.PriorFailed != 2*per {
+			t.Fatalf("counters: this attempt %d, the two before %d+%d", per, w.PriorCompleted, w.PriorFailed)
+		}
+		if r := jobOn(c, "g1", id).Regions[0]; r.Completed+r.Failed != 3*per {
+			t.Fatalf("the region reports %d+%d simulated requests, want 3 attempts of %d", r.Completed, r.Failed, per)
+		}
 		n := countTypes(regionalEvents(t, c, id))
 		if n[fsm.TypeWorkflowLeased] != 3 || n[fsm.TypeWorkflowFailed] != 2 || n[fsm.TypeWorkflowRetryScheduled] != 2 || n[fsm.TypeWorkflowCompleted] != 1 {
 			t.Fatalf("regional history: %v", n)
