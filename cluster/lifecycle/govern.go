@@ -139,8 +139,8 @@ func (g *regionGov) observe(s *fsm.JobState, wfs map[string]*fsm.WorkflowState, 
 		g.counted[s.JobID] = counted
 	}
 	oldest := nowMs - g.cfg.Window.Milliseconds()
-	for _, id := range plan.SortedKeys(wfs) {
-		w, c := wfs[id], counted[id]
+	for id, w := range wfs { // any order: the windows are the term's memory, not replicated
+		c := counted[id]
 		for _, h := range w.RetryHistory {
 			recent := h.FailedAt.WallMs >= oldest
 			if h.Attempt > c.retried {
