@@ -166,6 +166,11 @@ type NodeConfig struct {
 	// APIRateBurst (default: one second's worth). 0: off.
 	APIRateLimit float64 `koanf:"api_rate_limit"`
 	APIRateBurst float64 `koanf:"api_rate_burst"`
+	// Governance of a region's dispatch (managers, issue 18,
+	// config_govern.go): the circuit breakers per (tenant, job type), and
+	// the retry policy of each job type whose jobs' specs have none.
+	Breakers      BreakerConfig          `koanf:"breakers"`
+	RetryDefaults map[string]RetryConfig `koanf:"retry_defaults,omitempty"`
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
@@ -286,6 +291,7 @@ func (c *NodeConfig) Validate() error {
 		bad("tokens", "at least one API token is required")
 	}
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateGovern()...)
 	if len(c.ClusterToken) < auth.MinTokenLen {
 		bad("cluster_token", "required, at least %d characters, the same on every node", auth.MinTokenLen)
 	}

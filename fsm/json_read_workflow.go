@@ -84,6 +84,23 @@ func (r *jsonReader) regionalBody(t EventType) Body {
 			return f
 		})
 		return b
+	case TypeWorkflowRetryScheduled:
+		b := new(WorkflowRetryScheduled)
+		r.object(func(k []byte) int {
+			f := field(k, "workflow", "attempt", "cause", "not_before")
+			switch f {
+			case 0:
+				b.Workflow = r.str(slotWorkflow)
+			case 1:
+				b.Attempt = uint32(r.uint(32))
+			case 2:
+				b.Cause = r.str(slotName)
+			case 3:
+				b.NotBeforeMs = r.int64()
+			}
+			return f
+		})
+		return b
 	}
 	return r.workerBody(t)
 }

@@ -313,6 +313,7 @@ func AppendWorkflowState(b []byte, w *WorkflowState) ([]byte, error) {
 		e.str("error", w.Error, MaxTextBytes)
 		e.u32(w.Reschedules)
 		e.hlc(w.HLC)
+		e.workflowRetries(w)
 	})
 }
 
@@ -340,6 +341,7 @@ func DecodeWorkflowState(b []byte) (*WorkflowState, error) {
 		w.Error = r.str("error", MaxTextBytes)
 		w.Reschedules = r.u32("reschedules")
 		w.HLC = r.hlc("hlc")
+		r.workflowRetries(w)
 	})
 	if err != nil {
 		return nil, err

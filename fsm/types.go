@@ -51,6 +51,10 @@ const (
 	TypeWorkerLeft          EventType = 65
 )
 
+// Workflow events of issue 18's retries (regional ledger; codes 39–47 are
+// gov-regional's).
+const TypeWorkflowRetryScheduled EventType = 39
+
 // The regional forwarder's replicated position (regional ledger, DESIGN §4).
 const TypeForwardMark EventType = 66
 
@@ -70,6 +74,7 @@ var typeNames = [...]string{
 	TypeWorkflowFailed:           "WorkflowFailed",
 	TypeWorkflowRescheduled:      "WorkflowRescheduled",
 	TypeWorkflowCancelled:        "WorkflowCancelled",
+	TypeWorkflowRetryScheduled:   "WorkflowRetryScheduled",
 	TypeWorkerJoined:             "WorkerJoined",
 	TypeWorkerLeft:               "WorkerLeft",
 	TypeForwardMark:              "ForwardMark",
@@ -111,7 +116,7 @@ func (t EventType) IsGovernance() bool { return t >= 80 && t <= 111 && t.Known()
 
 // IsWorkflow reports whether t is a workflow event.
 func (t EventType) IsWorkflow() bool {
-	return t >= TypeWorkflowDispatched && t <= TypeWorkflowCancelled
+	return t >= TypeWorkflowDispatched && t <= TypeWorkflowCancelled || t == TypeWorkflowRetryScheduled
 }
 
 // IsWorker reports whether t is a worker registry event.
@@ -198,6 +203,8 @@ func newBody(t EventType) Body {
 		return new(WorkflowRescheduled)
 	case TypeWorkflowCancelled:
 		return new(WorkflowCancelled)
+	case TypeWorkflowRetryScheduled:
+		return new(WorkflowRetryScheduled)
 	case TypeWorkerJoined:
 		return new(WorkerJoined)
 	case TypeWorkerLeft:

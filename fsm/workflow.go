@@ -11,7 +11,8 @@ import (
 type WorkflowStatus uint8
 
 // Workflow states: DISPATCHED -> LEASED -> COMPLETED | FAILED | CANCELLED;
-// a reschedule returns LEASED to DISPATCHED.
+// a reschedule returns LEASED to DISPATCHED, a retry FAILED to DISPATCHED
+// (so FAILED is final only once no retry follows).
 const (
 	WorkflowStatusUnknown    WorkflowStatus = 0
 	WorkflowStatusDispatched WorkflowStatus = 1
@@ -73,6 +74,16 @@ type WorkflowState struct {
 	Error        string        `json:"error,omitempty"`
 	Reschedules  uint32        `json:"reschedules"`
 	HLC          hlc.Timestamp `json:"hlc"`
+	// Retries counts the retries scheduled (the attempt running is
+	// Retries+1); RetryHistory holds each retried attempt's failure.
+	// NotBeforeMs is the earliest lease of a retry (its backoff), and
+	// PriorCompleted/PriorFailed the counters of the attempts before the
+	// current one (issue 18 §3, WorkflowRetryScheduled).
+	Retries        uint32            `json:"retries,omitempty"`
+	NotBeforeMs    int64             `json:"not_before,omitempty"`
+	PriorCompleted uint64            `json:"prior_completed,omitempty"`
+	PriorFailed    uint64            `json:"prior_failed,omitempty"`
+	RetryHistory   []WorkflowAttempt `json:"retry_history,omitempty"`
 }
 
 // WorkerState is a worker in a regional ledger's registry.
@@ -101,6 +112,8 @@ func workflowOf(b Body) string {
 	case *WorkflowRescheduled:
 		return b.Workflow
 	case *WorkflowCancelled:
+		return b.Workflow
+	case *WorkflowRetryScheduled:
 		return b.Workflow
 	}
 	return ""
@@ -151,6 +164,10 @@ func applyWorkflow(w *WorkflowState, e *Event, workerActive bool) (*WorkflowStat
 		applyReport(&n, b)
 	case *WorkflowCancelled:
 		n.Worker, n.LeaseUntilMs = "", 0
+	case *WorkflowRetryScheduled:
+		if err := applyRetry(&n, w, b); err != nil {
+			return nil, err
+		}
 	}
 	return &n, nil
 }
@@ -180,6 +197,8 @@ func workflowLegal(from WorkflowStatus, t EventType) bool {
 		return from == WorkflowStatusLeased
 	case TypeWorkflowCancelled:
 		return from == WorkflowStatusDispatched || from == WorkflowStatusLeased
+	case TypeWorkflowRetryScheduled:
+		return from == WorkflowStatusFailed
 	}
 	return false // a second dispatch is ErrWorkflowExists, checked earlier
 }

@@ -162,6 +162,8 @@ func refNewBody(t fsm.EventType) fsm.Body {
 		return new(fsm.WorkflowRescheduled)
 	case fsm.TypeWorkflowCancelled:
 		return new(fsm.WorkflowCancelled)
+	case fsm.TypeWorkflowRetryScheduled:
+		return new(fsm.WorkflowRetryScheduled)
 	case fsm.TypeWorkerJoined:
 		return new(fsm.WorkerJoined)
 	case fsm.TypeWorkerLeft:

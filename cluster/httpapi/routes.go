@@ -140,6 +140,13 @@ func (sv *Server) routeTable() (*http.ServeMux, []Route) {
 	if sv.cfg.Security != nil {
 		handle(api.PathClusterStatus, route{"GET": g(operator, sv.handleClusterStatus)})
 	}
+	// Region governance (issue 18 §2, govern.go): breakers and
+	// maintenance mode, served by the managers of the region.
+	governed := rule{access: anyToken, home: managers, read: true}
+	governs := rule{access: anyToken, home: managers, body: true}
+	handle(api.PathBreakers, route{"GET": g(governed, sv.handleListBreakers)})
+	handle(api.PathBreakers+"/{tenant}/{job_type}/{action}", route{"POST": g(governs, sv.handleForceBreaker)})
+	handle(api.PathMaintenance, route{"GET": g(governed, sv.handleGetMaintenance), "POST": g(governs, sv.handleSetMaintenance)})
 	keyring := rule{access: operatorOnly, home: gates}
 	handle(api.PathKeyring, route{"GET": g(keyring, sv.handleKeyring), "POST": g(rule{access: operatorOnly, home: gates, body: true}, sv.handleKeyring)})
 	// pprof is not here: it is served on the admin listener (AdminHandler).

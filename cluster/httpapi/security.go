@@ -37,8 +37,14 @@ func (sv *Server) requirePeerCert(next http.Handler) http.Handler {
 }
 
 func (sv *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, _ *call) {
-	httpx.WriteJSON(w, http.StatusOK, api.ClusterStatus{NodeID: sv.cfg.NodeID, Role: string(sv.cfg.Role), Region: sv.cfg.Region,
-		Security: sv.cfg.Security()})
+	out := api.ClusterStatus{NodeID: sv.cfg.NodeID, Role: string(sv.cfg.Role), Region: sv.cfg.Region,
+		Security: sv.cfg.Security()}
+	if sv.cfg.Role == RoleManager { // the region's maintenance mode (issue 18), as this node applied it
+		if st, err := sv.maintenance(); err == nil {
+			out.Maintenance = &st
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func (sv *Server) handleKeyring(w http.ResponseWriter, r *http.Request, c *call) {

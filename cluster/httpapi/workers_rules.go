@@ -117,7 +117,7 @@ func leasesOf(wfs []*fsm.WorkflowState) []api.Lease {
 	for _, wf := range wfs {
 		out = append(out, api.Lease{Workflow: wf.ID, JobID: wf.JobID, Tenant: wf.Tenant, Region: wf.Region, Name: wf.Name,
 			Instance: wf.Instance, Spec: wf.Spec, LeaseFence: wf.LeaseFence, LeaseUntil: wf.LeaseUntilMs,
-			Completed: wf.Completed, Failed: wf.Failed})
+			Completed: wf.Completed, Failed: wf.Failed, Attempt: wf.Attempt()})
 	}
 	slices.SortFunc(out, func(a, b api.Lease) int { return strings.Compare(a.Workflow, b.Workflow) })
 	return out

@@ -39,6 +39,18 @@
 //     takes is in the state it reads, what lands later is in the next
 //     take.
 //
+// Governance (issue 18, govern.go): the regional reconciler reads the
+// region's breaker and maintenance records (cluster/govern's kinds of
+// the ledger's governance state) in each pass's view, counts the
+// outcomes of typed jobs' workflows into each breaker's window (the
+// term's memory), proposes each breaker transition as a PolicySet until
+// the ledger holds it (or gives it up after maxTransitionTries passes),
+// and hands the planner a plan.Governance: no lease in maintenance or
+// for an open breaker's type, at most the probes for a half-open one,
+// none before a retry's not-before, and a WorkflowRetryScheduled for a
+// FAILED workflow its job's retry policy (or its type's default,
+// Config.RetryDefaults) retries.
+//
 // Concurrency: every exported method of Lifecycle is safe for concurrent
 // use (the FSM's Entry and Restored, the HTTP handlers' Touch, Forget,
 // LeaseView, ForwarderStatus). Run is called once; the reconcilers'

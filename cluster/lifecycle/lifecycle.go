@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/govern"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -119,6 +120,12 @@ type Config struct {
 	// BreakerCooldown is how long the forwarder's breaker stays open
 	// (managers).
 	BreakerCooldown time.Duration
+	// Breakers tunes the per-(tenant, job type) circuit breakers of the
+	// workflows' dispatch (managers, issue 18 §2); zero fields: defaults.
+	Breakers govern.BreakerConfig
+	// RetryDefaults is the retry policy of each job type for jobs whose
+	// spec has none (managers, issue 18 §3); nil: none.
+	RetryDefaults map[string]govern.RetryPolicy
 }
 
 // Validate fills defaults and checks c.
@@ -160,6 +167,15 @@ func (c *Config) Validate() error {
 	if missing != "" {
 		return fmt.Errorf("%w: %s is required", ErrInvalidConfig, missing)
 	}
+	c.Breakers = c.Breakers.WithDefaults()
+	if err := c.Breakers.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	for t, p := range c.RetryDefaults {
+		if err := p.WithDefaults().Validate(); err != nil {
+			return fmt.Errorf("%w: retry default of job type %q: %w", ErrInvalidConfig, t, err)
+		}
+	}
 	return nil
 }
 
@@ -174,6 +190,7 @@ type Lifecycle struct {
 	live  *liveness
 	views *viewBoard
 	fwdM  *forwarderMetrics         // managers only
+	govM  *govMetrics               // managers only
 	fwd   atomic.Pointer[forwarder] // managers: this term's forwarder
 }
 
@@ -185,6 +202,7 @@ func New(cfg Config) (*Lifecycle, error) {
 	l := &Lifecycle{cfg: cfg, log: cfg.Logger, dirty: newDirtySet(dirtyLimit), live: newLiveness(cfg.Now), views: newViewBoard()}
 	if !cfg.Global {
 		l.fwdM = newForwarderMetrics(cfg.Registerer)
+		l.govM = newGovMetrics(cfg.Registerer)
 	}
 	return l, nil
 }

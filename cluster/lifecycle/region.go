@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/strata-ledger/strata/cluster/govern"
 	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -63,12 +64,17 @@ type regionReconciler struct {
 	// and shared (never changed in place) by every view published until
 	// then.
 	leases map[string][]*fsm.WorkflowState
+	// gov is the term's governance (govern.go); jobType holds the type of
+	// each active job (half-open breakers count their running workflows).
+	gov     *regionGov
+	jobType map[string]string
 }
 
 func newRegionReconciler(l *Lifecycle) *regionReconciler {
 	return &regionReconciler{store: l.cfg.Store, region: l.cfg.Region, window: l.cfg.WorkerAckWindow, dirty: l.dirty,
 		heard: l.live, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
-		waiting: map[string]bool{}, pending: map[string]bool{}, due: newDueSet(), live: map[string]bool{}}
+		waiting: map[string]bool{}, pending: map[string]bool{}, due: newDueSet(), live: map[string]bool{},
+		gov: newRegionGov(l), jobType: map[string]string{}}
 }
 
 // inherit counts every worker of the region registered in the ledger as
@@ -143,6 +149,9 @@ func (rr *regionReconciler) step(now time.Time, full bool) (regionWork, error) {
 			}
 		}
 		rr.inherit()
+		if err := rr.gov.read(tx); err != nil {
+			return err
+		}
 		live := map[string]bool{}
 		for _, w := range rr.workers {
 			if w.Active && rr.heard.Live(w.ID, window) {
@@ -193,6 +202,12 @@ func (rr *regionReconciler) step(now time.Time, full bool) (regionWork, error) {
 	}
 	p := plan.NewRegionPass(region, nowMs, window.Milliseconds(), slots)
 	w.propose = plan.Workers(rr.workers, p)
+	for _, j := range v.jobs {
+		rr.gov.observe(j.s, j.wfs, nowMs)
+	}
+	rr.gov.tick(nowMs)
+	w.propose = append(w.propose, rr.gov.propose...)
+	p.Gov = rr.gov.governance(rr.leasedOfType)
 	rr.visited = len(v.jobs)
 	for _, j := range v.jobs {
 		id := j.s.JobID
@@ -293,6 +308,7 @@ func (rr *regionReconciler) read(tx fsm.ReadTx, s *fsm.JobState, v *regionVisit)
 	}
 	_, was := rr.active[s.JobID]
 	delete(rr.waiting, s.JobID)
+	rr.jobType[s.JobID] = s.Spec.Type
 	if inFlight != nil {
 		rr.active[s.JobID] = inFlight
 		for _, w := range inFlight {
@@ -316,8 +332,28 @@ func (rr *regionReconciler) drop(id string) bool {
 	delete(rr.waiting, id)
 	delete(rr.pending, id)
 	delete(rr.lastProgress, id)
+	delete(rr.jobType, id)
+	rr.gov.forget(id)
 	rr.due.remove(id)
 	return was
+}
+
+// leasedOfType counts the LEASED workflows of the active jobs of the
+// breaker key "{tenant}/{job_type}" (half-open admission).
+func (rr *regionReconciler) leasedOfType(key string) int {
+	n := 0
+	for id, wfs := range rr.active {
+		t := rr.jobType[id]
+		if t == "" {
+			continue
+		}
+		for _, w := range wfs {
+			if w.Status == fsm.WorkflowStatusLeased && govern.BreakerKey(w.Tenant, t) == key {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // waitingForRoom lists, in id order, the jobs with DISPATCHED workflows

@@ -64,6 +64,22 @@ type Config struct {
 	// heartbeats' recorded counters stay behind and still) before UDP
 	// gives way to TCP, and TCP to HTTP; default defaultStallWindow.
 	StallWindow time.Duration
+	// Fault, if set, is fault injection for tests and demonstrations: the
+	// failure message a lease's workflow ends with instead of its load's
+	// verdict ("" lets the load decide). FailFirstAttempts builds one.
+	Fault func(api.Lease) string
+}
+
+// FailFirstAttempts is a Config.Fault that fails the first n attempts of
+// every workflow (a retryable error) and lets the load decide the rest:
+// a deterministic stand-in for a flaky job type.
+func FailFirstAttempts(n uint32) func(api.Lease) string {
+	return func(l api.Lease) string {
+		if max(l.Attempt, 1) <= n {
+			return fmt.Sprintf("injected failure of attempt %d (fail the first %d)", max(l.Attempt, 1), n)
+		}
+		return ""
+	}
 }
 
 // Runner is one reference worker. Build it with New and call Run once.

@@ -90,6 +90,11 @@ func (r *Runner) reportProgress(rn *run, completed, failed uint64) bool {
 func (r *Runner) finish(rn *run, completed, failed uint64) {
 	r.dropProgress(rn) // the end report carries the final counters
 	msg := FailureMessage(rn.lease.Spec, completed, failed)
+	if r.cfg.Fault != nil {
+		if m := r.cfg.Fault(rn.lease); m != "" {
+			msg = m
+		}
+	}
 	req := &api.WorkflowEndRequest{Workflow: rn.key.workflow, LeaseFence: rn.key.fence,
 		Completed: completed, Failed: failed, Error: msg}
 	call, what := r.cfg.Client.CompleteWorkflow, "completed"

@@ -79,6 +79,8 @@ func newRootCmd() *cobra.Command {
 		newChaosCmd(),
 		newQuotaCmd(),
 		newThrottleCmd(),
+		newBreakerCmd(),
+		newMaintenanceCmd(),
 	)
 	return root
 }

@@ -29,6 +29,9 @@ type workerFlags struct {
 	token    string
 	logLevel string
 	progress string
+	// failFirst, for demonstrations of retries (issue 18): fail the first
+	// N attempts of every workflow.
+	failFirst uint32
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -69,6 +72,8 @@ the region at once) and exits 0.`,
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.progress, "progress", worker.ProgressUDP,
 		"how progress is sent: udp (the data plane; http when the manager offers none), tcp (the data plane over TCP) or http")
+	fs.Uint32Var(&f.failFirst, "fail-first-attempts", 0,
+		"fault injection for demonstrations: fail the first N attempts of every workflow (with a retry policy, the retries then succeed)")
 	return cmd
 }
 
@@ -98,6 +103,9 @@ func (f *workerFlags) config(logOut io.Writer) (worker.Config, error) {
 	}
 	cfg := worker.Config{Client: c, Region: f.region, Capacity: f.capacity, WorkerID: f.id, Progress: f.progress,
 		Logger: slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))}
+	if f.failFirst > 0 {
+		cfg.Fault = worker.FailFirstAttempts(f.failFirst)
+	}
 	if _, err := worker.New(cfg); err != nil { // the same checks Run's New makes
 		return worker.Config{}, usageError{err}
 	}

@@ -43,6 +43,8 @@ type genWorkflow struct {
 	instance          uint32
 	lease             uint64
 	worker            string
+	retries           uint32 // retries generated (gov-regional)
+	failed            bool   // a failure was generated since the last retry
 }
 
 var (

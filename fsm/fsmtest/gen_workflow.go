@@ -22,6 +22,9 @@ func (g *Gen) workflowEvent() fsm.Event {
 		tenant = "umbrella"
 	}
 	ev := func(body fsm.Body) fsm.Event { return g.event(w.jobID, tenant, "use1", ts, fence, body) }
+	if w.failed && g.pct(50) {
+		return ev(g.retry(w))
+	}
 	switch r := g.rng.IntN(100); {
 	case r < 25:
 		worker := g.worker()
@@ -39,6 +42,7 @@ func (g *Gen) workflowEvent() fsm.Event {
 	case r < 72:
 		return ev(&fsm.WorkflowCompleted{Workflow: w.id})
 	case r < 80:
+		w.failed = true
 		return ev(&fsm.WorkflowFailed{Workflow: w.id, Error: "worker crashed"})
 	case r < 92:
 		from := w.worker
@@ -46,8 +50,23 @@ func (g *Gen) workflowEvent() fsm.Event {
 			from = g.worker()
 		}
 		return ev(&fsm.WorkflowRescheduled{Workflow: w.id, FromWorker: from, Reason: "lease expired"})
+	case r < 96:
+		return ev(g.retry(w))
 	}
 	return ev(&fsm.WorkflowCancelled{Workflow: w.id})
+}
+
+// retry returns a WorkflowRetryScheduled of w: the right attempt when the
+// generator's count is right (it does not know whether the failure before
+// it applied), now and then a wrong one.
+func (g *Gen) retry(w *genWorkflow) fsm.Body {
+	attempt := w.retries + 2
+	if g.pct(20) {
+		attempt = uint32(2 + g.rng.IntN(3))
+	}
+	w.failed = false
+	w.retries++
+	return &fsm.WorkflowRetryScheduled{Workflow: w.id, Attempt: attempt, Cause: "error", NotBeforeMs: int64(1_800_000_000_000 + g.rng.IntN(1000))}
 }
 
 func (g *Gen) dispatch() fsm.Event {

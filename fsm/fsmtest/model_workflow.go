@@ -2,6 +2,8 @@ package fsmtest
 
 import (
 	"errors"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/strata-ledger/strata/fsm"
 )
@@ -33,6 +35,8 @@ func (m *Model) applyWorkflow(e *fsm.Event) fsm.Result {
 	case *fsm.WorkflowRescheduled:
 		id = b.Workflow
 	case *fsm.WorkflowCancelled:
+		id = b.Workflow
+	case *fsm.WorkflowRetryScheduled:
 		id = b.Workflow
 	}
 	old := m.workflows[id]
@@ -114,6 +118,25 @@ func (m *Model) workflowStep(w *fsm.WorkflowState, e *fsm.Event) error {
 			return illegal(fsm.WorkflowStatusCancelled)
 		}
 		w.Status, w.Worker, w.LeaseUntilMs = fsm.WorkflowStatusCancelled, "", 0
+	case *fsm.WorkflowRetryScheduled:
+		if w.Status != fsm.WorkflowStatusFailed {
+			return illegal(fsm.WorkflowStatusDispatched)
+		}
+		if b.Attempt != w.Retries+2 {
+			return fsm.ErrInvalidEvent
+		}
+		msg := w.Error
+		if len(msg) > fsm.MaxRetryErrorBytes {
+			msg = msg[:fsm.MaxRetryErrorBytes]
+		}
+		for !utf8.ValidString(msg) {
+			msg = msg[:len(msg)-1]
+		}
+		w.RetryHistory = append(slices.Clone(w.RetryHistory), fsm.WorkflowAttempt{Attempt: b.Attempt - 1, Cause: b.Cause,
+			Error: msg, Completed: w.Completed, Failed: w.Failed, FailedAt: w.HLC, NotBeforeMs: b.NotBeforeMs})
+		w.Status, w.Retries, w.NotBeforeMs, w.Error = fsm.WorkflowStatusDispatched, w.Retries+1, b.NotBeforeMs, ""
+		w.PriorCompleted, w.PriorFailed = w.PriorCompleted+w.Completed, w.PriorFailed+w.Failed
+		w.Completed, w.Failed = 0, 0
 	}
 	return nil
 }

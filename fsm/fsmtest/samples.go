@@ -40,6 +40,8 @@ func SampleEvents() []fsm.Event {
 		&fsm.PolicySet{Kind: "quota", Key: "acme/render", Value: []byte(`{"max_active":3}`),
 			Reason: "launch week", Ticket: "OPS-12", Requestor: "alice@example.com"},
 		&fsm.PolicyDeleted{Kind: "quota", Key: "acme/render", Reason: "done", Ticket: "OPS-13", Requestor: "bob"},
+		// gov-regional's, appended so the samples' indexes stay.
+		&fsm.WorkflowRetryScheduled{Workflow: wf, Attempt: 2, Cause: "worker_error", NotBeforeMs: 1704931206000},
 	}
 	events := make([]fsm.Event, len(bodies))
 	for i, b := range bodies {

@@ -34,6 +34,8 @@ type ClusterStatus struct {
 	Role     string         `json:"role"`
 	Region   string         `json:"region"`
 	Security SecurityStatus `json:"security"`
+	// Maintenance is the region's maintenance mode (managers; issue 18).
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
 }
 
 // SecurityStatus says what protects a node's traffic.

@@ -114,6 +114,9 @@ type Lease struct {
 	// that takes over a rescheduled workflow continues from them.
 	Completed uint64 `json:"completed"`
 	Failed    uint64 `json:"failed"`
+	// Attempt is the workflow's attempt under its job's retry policy, 1
+	// for its first run (issue 18 §3).
+	Attempt uint32 `json:"attempt,omitempty"`
 }
 
 // LeaseList is the answer of GET /v1/workers/{id}/leases: every workflow

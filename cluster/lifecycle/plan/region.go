@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -29,6 +28,8 @@ type RegionPass struct {
 	AckWindow int64         // ms
 	Workers   []*WorkerSlot // sorted by id
 	byID      map[string]*WorkerSlot
+	// Gov is the region's governance for the pass (govern.go); nil: none.
+	Gov *Governance
 }
 
 // NewRegionPass starts a pass over region at wall time nowMs (the loop's
@@ -104,15 +105,20 @@ func RegionJob(s *fsm.JobState, wfs map[string]*fsm.WorkflowState, p *RegionPass
 		if w == nil {
 			continue // dispatched in a batch not yet applied
 		}
-		agg.Completed += w.Completed
-		agg.Failed += w.Failed
+		agg.Completed += w.TotalCompleted()
+		agg.Failed += w.TotalFailed()
 		agg.Stats = addStats(agg.Stats, w.Stats)
 		switch w.Status {
 		case fsm.WorkflowStatusLeased, fsm.WorkflowStatusDispatched:
 			out = append(out, planLease(s, w, p)...)
 		case fsm.WorkflowStatusFailed:
+			retry, why, ok := planRetry(s, w, p)
+			if ok {
+				out = append(out, retry)
+				continue // not ended: it runs again
+			}
 			if failed == "" {
-				failed = fmt.Sprintf("workflow %s failed: %s", w.ID, w.Error)
+				failed = failureText(w, why)
 			}
 			ended++
 		default:
@@ -170,11 +176,15 @@ func planLease(s *fsm.JobState, w *fsm.WorkflowState, p *RegionPass) []fsm.Event
 		out = append(out, planned(decisionID("reschedule", w.ID, strconv.FormatUint(w.LeaseFence, 10)),
 			fsm.TypeWorkflowRescheduled, s, w.LeaseFence, &fsm.WorkflowRescheduled{Workflow: w.ID, FromWorker: w.Worker, Reason: reason}))
 	}
+	if !p.mayLease(s, w) {
+		return out
+	}
 	to := p.pick()
 	if to == nil {
 		return out
 	}
 	to.Load++
+	p.leased(s)
 	fence := w.LeaseFence + 1
 	return append(out, planned(decisionID("lease", w.ID, strconv.FormatUint(fence, 10)), fsm.TypeWorkflowLeased, s, fence,
 		&fsm.WorkflowLeased{Workflow: w.ID, Worker: to.ID, LeaseUntilMs: p.NowMs + p.AckWindow, LeaseFence: fence}))

@@ -1,0 +1,251 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/govern"
+	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/transport/api"
+)
+
+// The region's governance (issue 18 §2): breakers and maintenance mode,
+// records of the regional ledger's governance state (cluster/govern's
+// kinds), read here and changed by PolicySet events proposed through the
+// region's Raft group. The regional leader's reconciler acts on them
+// (cluster/lifecycle). A gate forwards these calls to a manager of its
+// region; no node answers for another region.
+
+// handleListBreakers is GET /v1/breakers: the region's breakers the
+// caller may see (a tenant token: its tenant's).
+func (sv *Server) handleListBreakers(w http.ResponseWriter, _ *http.Request, c *call) {
+	out := api.BreakerList{Region: sv.cfg.Region, Breakers: []api.Breaker{}}
+	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		return tx.Policies(govern.KindBreaker, func(p *fsm.Policy) error {
+			if !c.p.SeesTenant(p.Tenant) {
+				return nil
+			}
+			if b, ok := breakerOf(p); ok {
+				out.Breakers = append(out.Breakers, b)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		httpx.WriteError(w, readError(err))
+		return
+	}
+	sv.setReadHeaders(w)
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// breakerOf is a breaker record in the API's form; false if the record is
+// not a breaker's (the rules ignore it too).
+func breakerOf(p *fsm.Policy) (api.Breaker, bool) {
+	tenant, jobType, ok := govern.SplitBreakerKey(p.Key)
+	if !ok {
+		return api.Breaker{}, false
+	}
+	r, _, err := govern.DecodeBreaker(p.Value)
+	if err != nil {
+		return api.Breaker{}, false
+	}
+	return api.Breaker{Tenant: tenant, JobType: jobType, State: r.State, Since: r.SinceMs, Forced: r.Forced, Why: r.Why,
+		Requestor: p.Requestor, Ticket: p.Ticket, HLC: p.HLC}, true
+}
+
+// handleForceBreaker is POST /v1/breakers/{tenant}/{job_type}/{action}:
+// an operator opens (held open until closed) or closes a breaker, with a
+// reason and a ticket.
+func (sv *Server) handleForceBreaker(w http.ResponseWriter, r *http.Request, c *call) {
+	tenant, jobType, action := r.PathValue("tenant"), r.PathValue("job_type"), r.PathValue("action")
+	switch {
+	case !fsm.IsName(tenant):
+		httpx.WriteError(w, httpx.BadRequest("tenant %q: want a name of 1 to %d [A-Za-z0-9._-]", clipText(tenant), fsm.MaxNameBytes))
+		return
+	case !fsm.IsName(jobType):
+		httpx.WriteError(w, httpx.BadRequest("job type %q: want a name of 1 to %d [A-Za-z0-9._-]", clipText(jobType), fsm.MaxNameBytes))
+		return
+	case action != api.BreakerOpen && action != api.BreakerClose:
+		httpx.WriteError(w, httpx.BadRequest("action %q: want %s or %s", clipText(action), api.BreakerOpen, api.BreakerClose))
+		return
+	case !c.p.Allows(auth.ScopeBreakerWrite, tenant):
+		httpx.WriteError(w, forbidden(c.p, auth.ScopeBreakerWrite, tenant))
+		return
+	}
+	ch, ok := decodeChange(w, c.body)
+	if !ok {
+		return
+	}
+	level, err := sv.writeLevel(r)
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	key := govern.BreakerKey(tenant, jobType)
+	var b govern.Breaker
+	err = sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		p, err := tx.Policy(govern.KindBreaker, key)
+		if err != nil || p == nil {
+			return err
+		}
+		if p.Tenant != tenant { // cannot happen: the key names the tenant
+			return fmt.Errorf("breaker %s held by another tenant: %w", key, fsm.ErrTenantMismatch)
+		}
+		if rec, state, err := govern.DecodeBreaker(p.Value); err == nil {
+			b.Restore(state, rec.SinceMs, rec.Forced)
+		}
+		return nil
+	})
+	if err != nil {
+		httpx.WriteError(w, readError(err))
+		return
+	}
+	verb := "opened"
+	if action == api.BreakerClose {
+		verb = "closed"
+	}
+	why := fmt.Sprintf("%s by %s: %s", verb, c.p.Name, ch.Reason)
+	b.Force(action == api.BreakerOpen, time.Now().UnixMilli(), why)
+	value, err := govern.EncodeBreaker(govern.BreakerRecord{State: b.State.String(), SinceMs: b.SinceMs, Forced: b.Forced, Why: why})
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	e := fsm.Event{Type: fsm.TypePolicySet, Tenant: tenant, Body: &fsm.PolicySet{Kind: govern.KindBreaker, Key: key, Value: value,
+		Reason: ch.Reason, Ticket: ch.Ticket, Requestor: c.p.Name}}
+	res, ts, err := commitOwn(r.Context(), &sv.cfg, level, e)
+	if err == nil {
+		err = resultError(res)
+	}
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	out := api.BreakerChangeResponse{WriteResponse: sv.writeResponse(w, res, ts)}
+	out.Breaker, _ = breakerOf(&fsm.Policy{Kind: govern.KindBreaker, Key: key, Tenant: tenant, Value: value, HLC: ts,
+		Requestor: c.p.Name, Reason: ch.Reason, Ticket: ch.Ticket})
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// handleGetMaintenance is GET /v1/maintenance: the region's maintenance
+// mode.
+func (sv *Server) handleGetMaintenance(w http.ResponseWriter, _ *http.Request, _ *call) {
+	st, err := sv.maintenance()
+	if err != nil {
+		httpx.WriteError(w, readError(err))
+		return
+	}
+	sv.setReadHeaders(w)
+	httpx.WriteJSON(w, http.StatusOK, st)
+}
+
+// maintenance reads the region's maintenance mode from this node's ledger.
+func (sv *Server) maintenance() (api.MaintenanceStatus, error) {
+	st := api.MaintenanceStatus{Region: sv.cfg.Region}
+	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		p, err := tx.Policy(govern.KindMaintenance, sv.cfg.Region)
+		if err != nil || p == nil {
+			return err
+		}
+		r, err := govern.DecodeMaintenance(p.Value)
+		if err != nil {
+			return nil // not a record the rules act on: not in maintenance
+		}
+		hlc := p.HLC
+		st.On, st.Since, st.Reason, st.Ticket, st.Requestor, st.HLC = r.On, r.SinceMs, p.Reason, p.Ticket, p.Requestor, &hlc
+		return nil
+	})
+	return st, err
+}
+
+// handleSetMaintenance is POST /v1/maintenance: turn the region's
+// maintenance mode on or off (operators, scope maintenance:write).
+func (sv *Server) handleSetMaintenance(w http.ResponseWriter, r *http.Request, c *call) {
+	if !c.p.Allows(auth.ScopeMaintenanceWrite, auth.AllTenants) {
+		httpx.WriteError(w, forbidden(c.p, auth.ScopeMaintenanceWrite, ""))
+		return
+	}
+	var req api.MaintenanceRequest
+	if err := httpx.DecodeBytes(c.body, &req); err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	if req.Region != sv.cfg.Region {
+		httpx.WriteError(w, &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+			Message: fmt.Sprintf("region %q: this node serves region %q; ask a node of that region", clipText(req.Region), sv.cfg.Region),
+			Details: map[string]any{"region": sv.cfg.Region}})
+		return
+	}
+	if err := checkChange(req.GovernanceChange); err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	level, err := sv.writeLevel(r)
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	since := time.Now().UnixMilli()
+	value, err := govern.EncodeMaintenance(govern.MaintenanceRecord{On: req.On, SinceMs: since})
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	e := fsm.Event{Type: fsm.TypePolicySet, Body: &fsm.PolicySet{Kind: govern.KindMaintenance, Key: sv.cfg.Region, Value: value,
+		Reason: req.Reason, Ticket: req.Ticket, Requestor: c.p.Name}}
+	res, ts, err := commitOwn(r.Context(), &sv.cfg, level, e)
+	if err == nil {
+		err = resultError(res)
+	}
+	if err != nil {
+		httpx.WriteError(w, err)
+		return
+	}
+	out := api.MaintenanceResponse{WriteResponse: sv.writeResponse(w, res, ts)}
+	out.Maintenance = api.MaintenanceStatus{Region: sv.cfg.Region, On: req.On, Since: since, Reason: req.Reason,
+		Ticket: req.Ticket, Requestor: c.p.Name, HLC: &ts}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// decodeChange reads and checks an operator change's body.
+func decodeChange(w http.ResponseWriter, body []byte) (api.GovernanceChange, bool) {
+	var ch api.GovernanceChange
+	if err := httpx.DecodeBytes(body, &ch); err != nil {
+		httpx.WriteError(w, err)
+		return ch, false
+	}
+	if err := checkChange(ch); err != nil {
+		httpx.WriteError(w, err)
+		return ch, false
+	}
+	return ch, true
+}
+
+// checkChange requires a reason and a ticket within the ledger's text
+// bound: an operator change is audited.
+func checkChange(ch api.GovernanceChange) error {
+	for _, f := range []struct{ name, v string }{{"reason", ch.Reason}, {"ticket", ch.Ticket}} {
+		switch {
+		case strings.TrimSpace(f.v) == "":
+			return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+				Message: f.name + " is required: governance changes are audited", Details: map[string]any{"field": f.name}}
+		case len(f.v) > fsm.MaxTextBytes:
+			return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+				Message: fmt.Sprintf("%s: %d bytes, limit %d", f.name, len(f.v), fsm.MaxTextBytes), Details: map[string]any{"field": f.name}}
+		}
+	}
+	return nil
+}
+
+// clipText shortens a bad value for an error message.
+func clipText(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
