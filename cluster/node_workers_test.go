@@ -492,6 +492,8 @@ func testWorkerLeases(t *testing.T, e *workerEnv, followers []string) {
 	for _, q := range []string{"?index=x", "?index=-1", "?wait=forever", "?wait=-1s", "?wait=31s"} {
 		e.refused(t, e.lead, "GET", "/v1/workers/w1/leases"+q, "", 400, httpx.CodeBadRequest)
 	}
+	// A follower forwards a bad wait as it came, never cut to a valid one.
+	e.refused(t, followers[1], "GET", "/v1/workers/w1/leases?wait=31s", "", 400, httpx.CodeBadRequest)
 	e.refused(t, e.lead, "GET", "/v1/workers/nobody/leases?wait=0s", "", 404, api.CodeUnknownWorker)
 }
 

@@ -48,7 +48,9 @@ const (
 // parse is left for the serving node to refuse.
 func capLeaseWait(r *http.Request) {
 	q := r.URL.Query()
-	if wait, err := time.ParseDuration(q.Get("wait")); err == nil && wait > MaxForwardedLeaseWait {
+	// Only a valid wait is cut: one over api.MaxLeaseWait goes on as it
+	// came, so the leader refuses it (400) as it would if asked directly.
+	if wait, err := time.ParseDuration(q.Get("wait")); err == nil && wait > MaxForwardedLeaseWait && wait <= api.MaxLeaseWait {
 		q.Set("wait", MaxForwardedLeaseWait.String())
 		r.URL.RawQuery = q.Encode()
 	}
