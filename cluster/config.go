@@ -21,6 +21,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/replica"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/cluster/walgc"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -154,6 +155,10 @@ type NodeConfig struct {
 	GossipKeyringFile string   `koanf:"gossip_keyring_file"` // default DATA/gossip.keyring
 	Insecure          bool     `koanf:"insecure"`            // allow non-loopback addresses without TLS
 	AdminAddr         string   `koanf:"admin_addr"`          // pprof listener; empty: off
+
+	// Tracing: OpenTelemetry spans exported over OTLP/HTTP; off unless
+	// tracing.otlp_endpoint is set (cluster/tracing).
+	Tracing tracing.Config `koanf:"tracing"`
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
@@ -265,6 +270,9 @@ func (c *NodeConfig) Validate() error {
 		bad("tokens", "at least one API token is required")
 	}
 	errs = append(errs, c.validateSecurity()...)
+	if err := c.Tracing.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(c.ClusterToken) < auth.MinTokenLen {
 		bad("cluster_token", "required, at least %d characters, the same on every node", auth.MinTokenLen)
 	}
