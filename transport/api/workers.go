@@ -114,6 +114,9 @@ type Lease struct {
 	// that takes over a rescheduled workflow continues from them.
 	Completed uint64 `json:"completed"`
 	Failed    uint64 `json:"failed"`
+	// Traceparent is the trace context the job was submitted under (W3C;
+	// empty: none): a worker's execution span joins that trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // LeaseList is the answer of GET /v1/workers/{id}/leases: every workflow
