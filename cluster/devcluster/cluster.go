@@ -75,7 +75,8 @@ type Cluster struct {
 	workers    []WorkerSpec
 	workerByID map[string]WorkerSpec
 	env        []string
-	client     *http.Client
+	tls        *api.ClusterTLS // nil: the nodes serve plain HTTP
+	client     *http.Client    // polls /readyz, over TLS when the nodes serve it
 	mu         sync.Mutex
 	running    map[string]*process // the last process of each node and worker started
 	// overrides change a node's planned config at its next start
@@ -86,8 +87,9 @@ type Cluster struct {
 // New plans the cluster of cfg.Options in its data directory: it creates
 // the directory, loads its tokens or creates them (from Options.Token and
 // Options.ClusterToken where set, else random), refuses a directory holding
-// another cluster shape, and checks the planned loopback IPs can be bound.
-// It starts nothing.
+// another cluster shape or run with another TLS setting, checks the
+// planned loopback IPs can be bound and, with TLS, makes or reuses the
+// certificates and gossip key (pki.go). It starts nothing.
 func New(cfg Config) (*Cluster, error) {
 	if cfg.Binary == "" {
 		return nil, fmt.Errorf("%w: agent binary is required", ErrBadOptions)
@@ -107,12 +109,19 @@ func New(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	sec, err := loadSecrets(dir, secrets{Token: o.Token, ClusterToken: o.ClusterToken})
+	if err := checkTLSMode(dir, o.TLS); err != nil {
+		return nil, err
+	}
+	sec, err := loadSecrets(dir, secrets{Token: o.Token, ClusterToken: o.ClusterToken}, o.TLS)
 	if err != nil {
 		return nil, err
 	}
-	o.Token, o.ClusterToken = sec.Token, sec.ClusterToken
-	specs, err := Plan(o)
+	o.Token, o.ClusterToken, o.GossipKey = sec.Token, sec.ClusterToken, sec.GossipKey
+	// The shape is checked on the plan without TLS: with it, Plan needs
+	// the certificates, which are only made once the shape is right.
+	bare := o
+	bare.TLS, bare.GossipKey = false, ""
+	specs, err := Plan(bare)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +129,20 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	if err := checkIPs(specs); err != nil {
+		return nil, err
+	}
+	var tlsFiles *api.ClusterTLS
+	if o.TLS {
+		if err := ensurePKI(dir, specs, time.Now()); err != nil {
+			return nil, err
+		}
+		if specs, err = Plan(o); err != nil {
+			return nil, err
+		}
+		tlsFiles = clusterTLS(dir)
+	}
+	hc, err := readyClient(tlsFiles)
+	if err != nil {
 		return nil, err
 	}
 	workers, err := PlanWorkers(o)
@@ -134,7 +157,8 @@ func New(cfg Config) (*Cluster, error) {
 		workers:    workers,
 		workerByID: make(map[string]WorkerSpec, len(workers)),
 		env:        nodeEnv(os.Environ(), cfg.Env),
-		client:     &http.Client{Timeout: readyRequestTimeout, Transport: &http.Transport{Proxy: nil}},
+		tls:        tlsFiles,
+		client:     hc,
 		running:    make(map[string]*process, len(specs)+len(workers)),
 	}
 	for _, s := range specs {
@@ -320,6 +344,9 @@ func (c *Cluster) startWorker(w WorkerSpec) error {
 		return fmt.Errorf("worker %s: %w", w.ID, err)
 	}
 	env := append(slices.Clone(c.env), workerTokenEnv+"="+WorkerToken(c.opts.Token, w.ID))
+	if c.tls != nil { // its managers serve https
+		env = append(env, workerCAFileEnv+"="+c.tls.CAFile)
+	}
 	p, err := startProcess(c.cfg.Binary, w.Args(), env, "worker "+w.ID, w.Dir, w.LogPath)
 	if err != nil {
 		return err
@@ -372,8 +399,8 @@ func (c *Cluster) WaitReady(ctx context.Context, id string) error {
 		}
 		return nil
 	}
-	s, _ := c.Node(id)
-	url := "http://" + s.Config.HTTPAddr + "/readyz"
+	base, _ := c.URL(id)
+	url := base + "/readyz"
 	tick := time.NewTicker(readyPollInterval)
 	defer tick.Stop()
 	var last error
@@ -538,7 +565,7 @@ func (c *Cluster) clusterFileLocked() api.ClusterFile {
 			pids[id] = p.cmd.Process.Pid
 		}
 	}
-	return clusterFileOf(c.opts.DataDir, c.opts.Token, c.specs, c.workers, pids)
+	return clusterFileOf(c.opts.DataDir, c.opts.Token, c.TLS(), c.specs, c.workers, pids)
 }
 
 // WriteClusterFile writes ClusterFile to DATA/cluster.json (0600: it holds

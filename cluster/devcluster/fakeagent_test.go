@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-ledger/strata/transport/api"
+	"github.com/strata-ledger/strata/transport/tlsutil"
 )
 
 // The launcher tests run the test binary itself as each node's "agent":
@@ -79,6 +83,14 @@ func runFakeAgent(args []string) int {
 		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}
+	if cfg.TLS.Enabled() { // as the real agent: TLS 1.3 with the node's certificate
+		r, err := tlsutil.NewReloader(tlsutil.Files{CA: cfg.TLS.CAFile, Cert: cfg.TLS.CertFile, Key: cfg.TLS.KeyFile})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake agent:", err)
+			return 1
+		}
+		l = tls.NewListener(l, r.ServerConfig(tls.VerifyClientCertIfGiven))
+	}
 	go srv.Serve(l)
 	fmt.Fprintf(os.Stderr, "fake agent %s: serving %s\n", cfg.NodeID, cfg.HTTPAddr)
 	ignoreTerm := os.Getenv(fakeIgnoreTermEnv) == cfg.NodeID
@@ -112,8 +124,9 @@ func runFakeWorker(args []string) int {
 		return 2
 	}
 	token := os.Getenv(workerTokenEnv)
+	caFile := os.Getenv(workerCAFileEnv)
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, strataEnvPrefix) && !strings.HasPrefix(kv, workerTokenEnv+"=") {
+		if strings.HasPrefix(kv, strataEnvPrefix) && !strings.HasPrefix(kv, workerTokenEnv+"=") && !strings.HasPrefix(kv, workerCAFileEnv+"=") {
 			fmt.Fprintf(os.Stderr, "fake worker: inherited %s\n", kv)
 			return fakeStrataEnvExit
 		}
@@ -124,8 +137,8 @@ func runFakeWorker(args []string) int {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
-	fmt.Fprintf(os.Stderr, "fake worker %s: region=%s managers=%s capacity=%d log=%s token=%s\n",
-		*id, *region, *managers, *capacity, *level, token)
+	fmt.Fprintf(os.Stderr, "fake worker %s: region=%s managers=%s capacity=%d log=%s token=%s ca=%s\n",
+		*id, *region, *managers, *capacity, *level, token, caFile)
 	select {
 	case <-term:
 	case <-time.After(fakeLifetime):
@@ -133,7 +146,16 @@ func runFakeWorker(args []string) int {
 	}
 	first, _, _ := strings.Cut(*managers, ",")
 	c := http.Client{Timeout: fakeShutdownBudget}
-	resp, err := c.Get("http://" + first + "/livez")
+	scheme := "http"
+	if caFile != "" {
+		tc, err := api.ClientTLS(caFile, "", "")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fake worker %s: %v\n", *id, err)
+			return 2
+		}
+		c.Transport, scheme = &http.Transport{TLSClientConfig: tc}, "https"
+	}
+	resp, err := c.Get(scheme + "://" + first + "/livez")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fake worker %s: manager %s gone before the worker stopped: %v\n", *id, first, err)
 		return fakeNoManagerExit

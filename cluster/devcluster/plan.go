@@ -90,6 +90,15 @@ type Options struct {
 	// node default (64 MiB, preallocated twice over: an idle node's
 	// NodeWAL then takes 128 MiB).
 	WALSegmentBytes int64
+
+	// TLS runs every node with TLS (API, node-to-node HTTP, mutual TLS on
+	// Raft) and encrypted gossip: New makes a CA and certificates under
+	// DATA/tls (pki.go) and a gossip key, kept in secrets.json, reused on
+	// restart. A data directory keeps the setting it was first run with.
+	TLS bool
+	// GossipKey is the gossip key (base64, 32 bytes) of a TLS cluster;
+	// New sets it from secrets.json, making one on first start.
+	GossipKey string
 }
 
 // NodeSpec is one planned node: its config and where its files go.
@@ -178,6 +187,13 @@ func (o Options) validate(withTokens bool) error {
 	if (withTokens || o.ClusterToken != "") && len(o.ClusterToken) < minTokenLen {
 		bad("cluster token: at least %d characters required", minTokenLen)
 	}
+	if o.GossipKey != "" {
+		if _, err := cluster.DecodeGossipKey(o.GossipKey); err != nil {
+			bad("gossip key: %v", err)
+		}
+	} else if withTokens && o.TLS {
+		bad("gossip key: required with tls")
+	}
 	switch o.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -196,8 +212,10 @@ func (o Options) validate(withTokens bool) error {
 }
 
 // Plan lays out every node of the cluster o describes: gates first, then
-// managers, region by region. It does no I/O; tokens must already be set.
-// Each node's config passes cluster.NodeConfig.Validate.
+// managers, region by region. It does no I/O; tokens (and, with TLS, the
+// gossip key) must already be set. Each node's config passes
+// cluster.NodeConfig.Validate, which with TLS means the certificates must
+// already be in DATA/tls (New makes them).
 func Plan(o Options) ([]NodeSpec, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -259,6 +277,10 @@ func (o Options) node(r, n int, region string, lanSeeds []string) NodeSpec {
 	cfg.LogLevel = o.LogLevel
 	if o.WALSegmentBytes > 0 {
 		cfg.WALSegmentBytes = o.WALSegmentBytes
+	}
+	if o.TLS {
+		cfg.TLS = nodeTLSFiles(o.DataDir, id)
+		cfg.GossipKey = o.GossipKey
 	}
 	return NodeSpec{
 		Config:     cfg,

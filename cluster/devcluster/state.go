@@ -35,10 +35,11 @@ const (
 var ErrShapeMismatch = errors.New("data dir holds a dev cluster of another shape")
 
 // secrets are the tokens a dev cluster keeps across restarts, so a user's
-// exported STRATA_TOKEN stays valid.
+// exported STRATA_TOKEN stays valid, and a TLS cluster's gossip key.
 type secrets struct {
 	Token        string `json:"token"`
 	ClusterToken string `json:"cluster_token"`
+	GossipKey    string `json:"gossip_key,omitempty"` // base64, only with TLS
 }
 
 // decodeSecrets parses and checks secrets.json.
@@ -52,6 +53,11 @@ func decodeSecrets(b []byte) (secrets, error) {
 	}
 	if len(s.Token) < minTokenLen || len(s.ClusterToken) < minTokenLen {
 		return secrets{}, fmt.Errorf("token and cluster_token must each be at least %d characters", minTokenLen)
+	}
+	if s.GossipKey != "" {
+		if _, err := cluster.DecodeGossipKey(s.GossipKey); err != nil {
+			return secrets{}, fmt.Errorf("gossip_key: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -89,7 +95,8 @@ func readStateFile(path string) ([]byte, error) {
 // stores want, with a random value for each empty field. An existing
 // directory keeps its tokens, so a restarted dev cluster keeps its API
 // token; wanting another one is an error rather than a silent switch.
-func loadSecrets(dataDir string, want secrets) (secrets, error) {
+// With gossipKey, the secrets also hold a gossip key, made if missing.
+func loadSecrets(dataDir string, want secrets, gossipKey bool) (secrets, error) {
 	path := filepath.Join(dataDir, secretsFileName)
 	b, err := readStateFile(path)
 	if err != nil {
@@ -103,7 +110,14 @@ func loadSecrets(dataDir string, want secrets) (secrets, error) {
 		if (want.Token != "" && want.Token != s.Token) || (want.ClusterToken != "" && want.ClusterToken != s.ClusterToken) {
 			return secrets{}, fmt.Errorf("data dir %s already has other tokens (in %s); use another data dir", dataDir, path)
 		}
-		return s, nil
+		if !gossipKey || s.GossipKey != "" {
+			return s, nil
+		}
+		// A directory whose first run died before any node started.
+		if s.GossipKey, err = newGossipKey(rand.Reader); err != nil {
+			return secrets{}, err
+		}
+		return s, writeSecrets(path, s)
 	}
 	s := want
 	if s.Token == "" {
@@ -116,14 +130,21 @@ func loadSecrets(dataDir string, want secrets) (secrets, error) {
 	if s.ClusterToken == "" {
 		s.ClusterToken = rand.Text()
 	}
-	b, err = json.MarshalIndent(s, "", "  ")
+	if gossipKey {
+		if s.GossipKey, err = newGossipKey(rand.Reader); err != nil {
+			return secrets{}, err
+		}
+	}
+	return s, writeSecrets(path, s)
+}
+
+// writeSecrets writes s to path (0600).
+func writeSecrets(path string, s secrets) error {
+	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return secrets{}, err
+		return err
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
-		return secrets{}, err
-	}
-	return s, nil
+	return writeFileAtomic(path, append(b, '\n'))
 }
 
 // checkShape refuses a plan that differs from the cluster recorded in
@@ -212,9 +233,10 @@ func shapeDiff(recorded, planned api.ClusterNode) string {
 }
 
 // clusterFileOf describes the planned nodes and workers as cluster.json
-// does; one missing from pids is not running (pid 0).
-func clusterFileOf(dataDir, token string, specs []NodeSpec, workers []WorkerSpec, pids map[string]int) api.ClusterFile {
-	f := api.ClusterFile{DataDir: dataDir, Token: token, Nodes: make([]api.ClusterNode, 0, len(specs))}
+// does; one missing from pids is not running (pid 0). tls is its tls
+// member (nil: the nodes serve plain HTTP).
+func clusterFileOf(dataDir, token string, tls *api.ClusterTLS, specs []NodeSpec, workers []WorkerSpec, pids map[string]int) api.ClusterFile {
+	f := api.ClusterFile{DataDir: dataDir, Token: token, TLS: tls, Nodes: make([]api.ClusterNode, 0, len(specs))}
 	for _, s := range specs {
 		f.Nodes = append(f.Nodes, clusterNode(s, pids[s.ID()]))
 	}

@@ -68,7 +68,7 @@ func TestEncodeNodeConfig_AgentReadsBackTheSameConfig(t *testing.T) {
 
 func TestLoadSecrets_CreatedOnceThenReused(t *testing.T) {
 	dir := t.TempDir()
-	first, err := loadSecrets(dir, secrets{})
+	first, err := loadSecrets(dir, secrets{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,21 +82,21 @@ func TestLoadSecrets_CreatedOnceThenReused(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("secrets mode %v, want 0600", fi.Mode().Perm())
 	}
-	again, err := loadSecrets(dir, secrets{})
+	again, err := loadSecrets(dir, secrets{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again != first {
 		t.Fatalf("restart got %+v, want %+v", again, first)
 	}
-	if _, err := loadSecrets(dir, secrets{Token: "another-token-0123456789"}); err == nil || !strings.Contains(err.Error(), "other tokens") {
+	if _, err := loadSecrets(dir, secrets{Token: "another-token-0123456789"}, false); err == nil || !strings.Contains(err.Error(), "other tokens") {
 		t.Fatalf("another token: err = %v", err)
 	}
 }
 
 func TestLoadSecrets_UsesGivenTokensOnFirstStart(t *testing.T) {
 	want := secrets{Token: testToken, ClusterToken: testClusterToken}
-	got, err := loadSecrets(t.TempDir(), want)
+	got, err := loadSecrets(t.TempDir(), want, false)
 	if err != nil || got != want {
 		t.Fatalf("got %+v, %v; want %+v", got, err, want)
 	}
@@ -108,14 +108,14 @@ func TestLoadSecrets_CorruptFileIsNamed(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"token":"short"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadSecrets(dir, secrets{}); err == nil || !strings.Contains(err.Error(), path) {
+	if _, err := loadSecrets(dir, secrets{}, false); err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("err = %v, want it to name %s", err, path)
 	}
 }
 
 func writeClusterJSON(t *testing.T, dir string, specs []NodeSpec) {
 	t.Helper()
-	f := clusterFileOf(dir, testToken, specs, nil, nil)
+	f := clusterFileOf(dir, testToken, nil, specs, nil, nil)
 	b, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func FuzzDecodeClusterFile(f *testing.F) {
 	specs, _ := Plan(o)
 	o.WorkersPerRegion = 1
 	workers, _ := PlanWorkers(o)
-	seed, _ := json.Marshal(clusterFileOf("/d", testToken, specs, workers, map[string]int{"use1-gate1": 42, "w-euw1-1": 43}))
+	seed, _ := json.Marshal(clusterFileOf("/d", testToken, nil, specs, workers, map[string]int{"use1-gate1": 42, "w-euw1-1": 43}))
 	f.Add(seed)
 	f.Add([]byte(`{"nodes":[{"node_id":"x","pid":-1}]}`))
 	f.Add([]byte(`null`))

@@ -34,8 +34,12 @@ func (w WorkerSpec) Args() []string {
 }
 
 // workerTokenEnv carries the worker's token to it (cmd/strata's
-// STRATA_TOKEN).
-const workerTokenEnv = "STRATA_TOKEN"
+// STRATA_TOKEN); workerCAFileEnv, in a TLS cluster, the CA its managers'
+// certificates chain to (STRATA_CA_FILE).
+const (
+	workerTokenEnv  = "STRATA_TOKEN"
+	workerCAFileEnv = "STRATA_CA_FILE"
+)
 
 // PlanWorkers lays out o.WorkersPerRegion workers per region, region by
 // region, each pointed at the managers Plan gives its region. It does no

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-ledger/strata/test/bench"
 	"github.com/strata-ledger/strata/transport/api"
@@ -21,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 		clusterFile string
 		output      string
 		noProgress  bool
+		tlsFlags    benchTLSFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -41,13 +44,16 @@ to the managers of --region.
 etcd (--target etcd): one put per request through etcd's JSON gateway
 (POST /v3/kv/put).
 
---payload sizes each event's stored body (etcd: the value).`,
+--payload sizes each event's stored body (etcd: the value).
+
+A TLS cluster: --ca-file (or ` + envCAFile + `, or the cluster file's tls)
+names its CA; addresses become https.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != outputTable && output != outputJSON {
 				return usageError{fmt.Errorf("-o %q: want %s or %s", output, outputTable, outputJSON)}
 			}
-			if err := benchAddrs(&cfg, addrs, clusterFile); err != nil {
+			if err := benchAddrs(&cfg, addrs, clusterFile, tlsFlags); err != nil {
 				return usageError{err}
 			}
 			if err := cfg.Validate(); err != nil {
@@ -90,20 +96,37 @@ etcd (--target etcd): one put per request through etcd's JSON gateway
 	f.DurationVar(&cfg.WaitReady, "wait-ready", 0, "first wait up to this long for every address to pass its health check (0: don't)")
 	f.StringVarP(&output, "output", "o", outputTable, "table or json")
 	f.BoolVar(&noProgress, "no-progress", false, "draw no progress bar (none is drawn unless stderr is a terminal)")
+	tlsFlags.add(f)
 	cmd.AddCommand(newBenchProgressCmd())
 	return cmd
 }
 
+// benchTLSFlags name a TLS cluster's CA and an optional client
+// certificate, as the API commands' --ca-file, --cert-file, --key-file.
+type benchTLSFlags struct{ caFile, certFile, keyFile string }
+
+func (t *benchTLSFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&t.caFile, "ca-file", "", "CA of a TLS cluster: addresses become https (env "+envCAFile+"; default: the cluster file's)")
+	f.StringVar(&t.certFile, "cert-file", "", "client certificate to present (default: the cluster file's)")
+	f.StringVar(&t.keyFile, "key-file", "", "client certificate's key")
+}
+
 // benchAddrs fills cfg.Addrs from --addr, else --cluster-file, else the
 // dev cluster file of the current directory, and the token, if none was
-// given, from $STRATA_TOKEN, else the cluster file.
-func benchAddrs(cfg *bench.Config, addrs, clusterFile string) error {
+// given, from $STRATA_TOKEN, else the cluster file. A TLS cluster (--ca-file,
+// $STRATA_CA_FILE, or the tls member of the cluster file the addresses
+// come from) sets cfg.TLS and makes every address without a scheme https.
+func benchAddrs(cfg *bench.Config, addrs, clusterFile string, tf benchTLSFlags) error {
 	if cfg.Token == "" { // read here, not as the flag's default: --help would print it
 		cfg.Token = os.Getenv(envToken)
 	}
+	files := api.ClusterTLS{CAFile: tf.caFile, CertFile: tf.certFile, KeyFile: tf.keyFile}
+	if files.CAFile == "" {
+		files.CAFile = os.Getenv(envCAFile)
+	}
 	if addrs != "" {
 		cfg.Addrs = splitList([]string{addrs})
-		return nil
+		return benchTLS(cfg, files)
 	}
 	if cfg.Target == bench.TargetEtcd {
 		return errors.New("no etcd address: give --addr host:port")
@@ -123,6 +146,31 @@ func benchAddrs(cfg *bench.Config, addrs, clusterFile string) error {
 	}
 	if cfg.Token == "" {
 		cfg.Token = cf.Token
+	}
+	if files.CAFile == "" && cf.TLS != nil {
+		files = *cf.TLS
+	}
+	return benchTLS(cfg, files)
+}
+
+// benchTLS sets cfg.TLS from files (nothing without a CA) and gives every
+// address without a scheme https://.
+func benchTLS(cfg *bench.Config, files api.ClusterTLS) error {
+	if files.CAFile == "" {
+		return nil
+	}
+	if cfg.Target == bench.TargetEtcd {
+		return errors.New("--ca-file: the etcd target is measured without TLS")
+	}
+	tc, err := api.ClientTLS(files.CAFile, files.CertFile, files.KeyFile)
+	if err != nil {
+		return err
+	}
+	cfg.TLS = tc
+	for i, a := range cfg.Addrs {
+		if !strings.Contains(a, "://") {
+			cfg.Addrs[i] = "https://" + a
+		}
 	}
 	return nil
 }

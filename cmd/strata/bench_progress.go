@@ -22,6 +22,7 @@ type benchProgressFlags struct {
 	tcp, http   bool
 	output      string
 	noProgress  bool
+	tls         benchTLSFlags
 }
 
 func newBenchProgressCmd() *cobra.Command {
@@ -93,6 +94,7 @@ Exits 1 when the ledger is not exact or nothing was folded.`,
 	fs.Uint64Var(&f.cfg.Seed, "seed", 0, "seed of the loss, dup and reorder draws (0: random)")
 	fs.StringVarP(&f.output, "output", "o", outputTable, "table or json")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "draw no progress bar (none is drawn unless stderr is a terminal)")
+	f.tls.add(fs)
 	return cmd
 }
 
@@ -116,10 +118,10 @@ func (f *benchProgressFlags) config() (bench.DataPlaneConfig, error) {
 		cfg.Transport = bench.TransportUDP
 	}
 	bc := bench.Config{Token: cfg.Token, Tier: bench.TierRegional, Region: cfg.Region}
-	if err := benchAddrs(&bc, f.addrs, f.clusterFile); err != nil {
+	if err := benchAddrs(&bc, f.addrs, f.clusterFile, f.tls); err != nil {
 		return cfg, usageError{err}
 	}
-	cfg.Addrs, cfg.Token = bc.Addrs, bc.Token
+	cfg.Addrs, cfg.Token, cfg.TLS = bc.Addrs, bc.Token, bc.TLS
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
 	}

@@ -21,6 +21,7 @@ func addTargetFlags(cmd *cobra.Command) *clientFlags {
 	fs := cmd.Flags()
 	fs.StringSliceVar(&f.addrs, "addr", nil, "API address of a gate, host:port (env "+envAddr+"; default: the nodes of ./"+devClusterFile+")")
 	fs.StringVar(&f.token, "token", "", "bearer token (env "+envToken+"; default: the token of ./"+devClusterFile+")")
+	f.addTLSFlags(fs)
 	return f
 }
 

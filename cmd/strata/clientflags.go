@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -57,10 +58,15 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 	fs.StringVar(&f.session, "session", "", "session token a write printed, to read that write (implies --consistency session)")
 	fs.StringVar(&f.durability, "durability", "", "when a write is acknowledged: none, local, regional or global (default: the operation's tier)")
 	fs.StringVarP(&f.output, "output", "o", outputTable, "output format: table or json")
-	fs.StringVar(&f.caFile, "ca-file", "", "cluster CA of a TLS cluster: addresses become https (env "+envCAFile+"; default: the CA of ./"+devClusterFile+")")
-	fs.StringVar(&f.certFile, "cert-file", "", "client certificate (strata tls cert create --role client)")
-	fs.StringVar(&f.keyFile, "key-file", "", "client certificate's key")
+	f.addTLSFlags(fs)
 	return f
+}
+
+// addTLSFlags declares --ca-file, --cert-file and --key-file on fs.
+func (f *clientFlags) addTLSFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.caFile, "ca-file", "", "cluster CA of a TLS cluster: addresses become https (env "+envCAFile+"; default: the CA of ./"+devClusterFile+")")
+	fs.StringVar(&f.certFile, "cert-file", "", "client certificate (strata tls cert create --role client; default: the one of ./"+devClusterFile+")")
+	fs.StringVar(&f.keyFile, "key-file", "", "client certificate's key")
 }
 
 // client checks the flags and builds an API client. Bad flag values are

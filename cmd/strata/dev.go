@@ -48,6 +48,7 @@ type devFlags struct {
 	workers              int // reference workers per region
 	workerCapacity       int
 	walSegmentBytes      int64
+	tls                  bool // TLS everywhere and encrypted gossip
 }
 
 func newDevCmd() *cobra.Command {
@@ -64,7 +65,15 @@ nodes and an API token, writes DATA/cluster.json (nodes, workers, pids),
 and runs until Ctrl-C, which stops the workers, then every node, cleanly.
 A node or worker that dies is reported, not restarted: kill -9 one to
 watch the cluster heal. Running dev again on the same --data restarts the
-same cluster with the same token.`,
+same cluster with the same token.
+
+With --tls every node serves its API over TLS, calls its peers and runs
+Raft over mutual TLS, and gossip is encrypted: a CA, each node's
+certificate and a client certificate for the CLI are made into DATA/tls
+(the CA key stays there, mode 0600), and a gossip key into
+DATA/secrets.json. The workers and the CLI (through DATA/cluster.json,
+or STRATA_CA_FILE) talk TLS to the nodes. A data directory keeps the
+--tls setting of its first run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -85,6 +94,7 @@ func addDevFlags(fs *pflag.FlagSet, f *devFlags) {
 	fs.IntVar(&f.workers, "workers", devWorkersPerRegion, "reference workers per region (0: none)")
 	fs.IntVar(&f.workerCapacity, "worker-capacity", devcluster.DefaultWorkerCapacity, "workflows each worker runs at once")
 	fs.Int64Var(&f.walSegmentBytes, "wal-segment-bytes", devWALSegmentBytes, "every node's NodeWAL segment size (wal_segment_bytes)")
+	fs.BoolVar(&f.tls, "tls", false, "TLS on the API, node-to-node calls and Raft, and encrypted gossip; certificates made into DATA/tls")
 }
 
 // options turns the flags into the cluster's options.
@@ -98,6 +108,7 @@ func (f devFlags) options() devcluster.Options {
 		WorkersPerRegion:     f.workers,
 		WorkerCapacity:       f.workerCapacity,
 		WALSegmentBytes:      f.walSegmentBytes,
+		TLS:                  f.tls,
 	}
 }
 
@@ -157,7 +168,8 @@ func printDevCluster(out io.Writer, c *devcluster.Cluster) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLE\tREGION\tAPI")
 	for _, n := range c.Nodes() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\thttp://%s\n", n.ID(), n.Config.Role, n.Config.Region, n.Config.HTTPAddr)
+		url, _ := c.URL(n.ID())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.ID(), n.Config.Role, n.Config.Region, url)
 	}
 	tw.Flush()
 	if ws := c.Workers(); len(ws) > 0 {
@@ -167,15 +179,23 @@ func printDevCluster(out io.Writer, c *devcluster.Cluster) {
 	var gates []string // the CLI fails over between them
 	for _, n := range c.Nodes() {
 		if n.Config.Role == cluster.RoleGate {
-			gates = append(gates, "http://"+n.Config.HTTPAddr)
+			url, _ := c.URL(n.ID())
+			gates = append(gates, url)
 		}
 	}
 	fmt.Fprintf(out, "\ntoken: %s\nread-only token: %s (jobs:read)\ncluster file: %s\n", c.Token(), devcluster.ViewerToken(c.Token()), c.ClusterFilePath())
+	tlsFiles := c.TLS()
+	if tlsFiles != nil {
+		fmt.Fprintf(out, "tls: CA %s (trust it in a browser for the web console; the CA key stays in its directory); gossip encrypted\n", tlsFiles.CAFile)
+	}
 	if len(gates) > 0 {
 		fmt.Fprintf(out, "web console: %s/ui/ (every node serves it; enter a token)\n", gates[0])
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "  export STRATA_ADDR=%s STRATA_TOKEN=%s\n", strings.Join(gates, ","), c.Token())
+	if tlsFiles != nil {
+		fmt.Fprintf(out, "  export %s=%s\n", envCAFile, tlsFiles.CAFile)
+	}
 	fmt.Fprintf(out, "  %s\n\nCtrl-C stops the cluster.\n", devJobExample)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -66,5 +67,38 @@ func TestDev_WorkersFlags(t *testing.T) {
 				t.Fatalf("plan: %d workers (%v), want %d per region", len(ws), err, tt.workers)
 			}
 		})
+	}
+}
+
+// TestDev_TLSPrintsHTTPSAndTheCA: --tls reaches the options, and the
+// banner of a TLS cluster gives https addresses and the CA to export,
+// never the CA key.
+func TestDev_TLSPrintsHTTPSAndTheCA(t *testing.T) {
+	var f devFlags
+	fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
+	addDevFlags(fs, &f)
+	if err := fs.Parse([]string{"--tls", "--subnet", "107"}); err != nil {
+		t.Fatal(err)
+	}
+	o := f.options()
+	if !o.TLS {
+		t.Fatal("--tls did not set Options.TLS")
+	}
+	o.DataDir = t.TempDir()
+	c, err := devcluster.New(devcluster.Config{Options: o, Binary: "strata-not-run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	printDevCluster(&out, c)
+	ca := filepath.Join(o.DataDir, "tls", "ca.pem")
+	for _, want := range []string{"https://127.0.107.1:7100", "export STRATA_ADDR=https://127.0.107.1:7100,https://127.0.108.1:7100,https://127.0.109.1:7100",
+		"export " + envCAFile + "=" + ca, "tls: CA " + ca} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("banner lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "http://") || strings.Contains(out.String(), "ca-key") {
+		t.Errorf("banner has a plain address or names the CA key:\n%s", out.String())
 	}
 }

@@ -98,12 +98,12 @@ func (f *workerFlags) config(logOut io.Writer) (worker.Config, error) {
 	if f.region == "" {
 		return worker.Config{}, usageError{errors.New("--region is required")}
 	}
-	addrs, token, err := f.target()
+	addrs, token, ca, err := f.target()
 	if err != nil {
 		return worker.Config{}, err
 	}
 	cc := api.ClientConfig{Addrs: addrs, Token: token}
-	if ca := os.Getenv(envCAFile); ca != "" { // a TLS cluster: managers are https
+	if ca != "" { // a TLS cluster: managers are https
 		if cc.TLS, err = api.ClientTLS(ca, "", ""); err != nil {
 			return worker.Config{}, usageError{err}
 		}
@@ -123,35 +123,40 @@ func (f *workerFlags) config(logOut io.Writer) (worker.Config, error) {
 	return cfg, nil
 }
 
-// target picks the managers and the token: flags, then the environment
-// (token only), then the dev cluster file of the current directory.
-func (f *workerFlags) target() (addrs []string, token string, err error) {
+// target picks the managers, the token and the CA of a TLS cluster:
+// flags, then the environment (token, CA), then the dev cluster file of
+// the current directory (whose CA counts only if its managers are used).
+func (f *workerFlags) target() (addrs []string, token, ca string, err error) {
 	token = f.token
 	if token == "" {
 		token = os.Getenv(envToken)
 	}
+	ca = os.Getenv(envCAFile)
 	addrs = splitList(f.managers)
 	if len(addrs) > 0 && token != "" {
-		return addrs, token, nil
+		return addrs, token, ca, nil
 	}
 	cf, err := api.LoadClusterFile(devClusterFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && len(addrs) > 0:
-		return addrs, token, nil // no token: the managers will say so
+		return addrs, token, ca, nil // no token: the managers will say so
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "", usageError{fmt.Errorf("no manager address: give --manager host:port (several comma-separated for failover), or run from the directory where `strata dev` wrote %s", devClusterFile)}
+		return nil, "", "", usageError{fmt.Errorf("no manager address: give --manager host:port (several comma-separated for failover), or run from the directory where `strata dev` wrote %s", devClusterFile)}
 	case err != nil:
-		return nil, "", err
+		return nil, "", "", err
 	}
 	if token == "" {
 		token = cf.Token
 	}
 	if len(addrs) == 0 {
 		if addrs = cf.ManagerAddrs(f.region); len(addrs) == 0 {
-			return nil, "", usageError{fmt.Errorf("%s has no managers of region %q: give --manager host:port", devClusterFile, f.region)}
+			return nil, "", "", usageError{fmt.Errorf("%s has no managers of region %q: give --manager host:port", devClusterFile, f.region)}
+		}
+		if ca == "" && cf.TLS != nil {
+			ca = cf.TLS.CAFile
 		}
 	}
-	return addrs, token, nil
+	return addrs, token, ca, nil
 }
 
 // runWorker runs the worker until SIGTERM, SIGINT or ctx ends.

@@ -42,6 +42,7 @@ func RenderCompare(results []*Result, env CompareEnv) string {
 			cmp.Compare(a.Batch, b.Batch),
 			cmp.Compare(a.Clients, b.Clients),
 			cmp.Compare(openLoopOrder(a), openLoopOrder(b)),
+			cmp.Compare(tlsOrder(a), tlsOrder(b)),
 		)
 	})
 	etcdAt := map[int]float64{}
@@ -91,6 +92,7 @@ func RenderCompare(results []*Result, env CompareEnv) string {
 			b.WriteString(regionalAtRate(r, rows))
 		}
 	}
+	b.WriteString(tlsCost(rows))
 	b.WriteString("`vs etcd`: events/s over etcd's puts/s at the same number of clients (closed loop only). `failed`: failed requests plus events a batch rejected.\n")
 	return b.String()
 }
@@ -101,7 +103,7 @@ func RenderCompare(results []*Result, env CompareEnv) string {
 func regionalAtRate(r *Result, rows []*Result) string {
 	var best *Result
 	for _, o := range rows {
-		if o.Rate == nil && o.Target == TargetStrata && o.Tier == TierRegional && o.Batch == r.Batch &&
+		if o.Rate == nil && o.Target == TargetStrata && o.Tier == TierRegional && o.Batch == r.Batch && o.TLS == r.TLS &&
 			(best == nil || o.RequestsPerSec > best.RequestsPerSec) {
 			best = o
 		}
@@ -121,7 +123,11 @@ func regionalAtRate(r *Result, rows []*Result) string {
 		verdict = "missed"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**REGIONAL p99 %s: %s (target < %d ms) — %s.**", at, FormatMs(r.Latency.P99), RegionalP99TargetMs, verdict)
+	system := "REGIONAL"
+	if r.TLS {
+		system = "REGIONAL (TLS)"
+	}
+	fmt.Fprintf(&b, "**%s p99 %s: %s (target < %d ms) — %s.**", system, at, FormatMs(r.Latency.P99), RegionalP99TargetMs, verdict)
 	if best != nil {
 		fmt.Fprintf(&b, " Max throughput: %s req/s, the best closed-loop REGIONAL row at %d event%s per request (%d clients).",
 			thousands(best.RequestsPerSec), best.Batch, plural(best.Batch, "s"), best.Clients)
@@ -153,6 +159,9 @@ func systemOrder(r *Result) int {
 func systemName(r *Result) string {
 	if r.Target == TargetEtcd {
 		return "etcd"
+	}
+	if r.TLS {
+		return fmt.Sprintf("**Strata** %s ack, TLS", strings.ToUpper(r.Durability))
 	}
 	return fmt.Sprintf("**Strata** %s ack", strings.ToUpper(r.Durability))
 }

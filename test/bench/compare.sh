@@ -19,6 +19,14 @@
 #                        req/s of the REGIONAL run with the most BENCH_CLIENTS [256]
 #   BENCH_PAYLOAD        bytes per write [200]
 #   BENCH_ONLY           all, etcd or strata [all]
+#   BENCH_TLS            off, on or both: Strata without TLS, with `strata dev --tls`
+#                        (TLS 1.3 API, mutual TLS between nodes, encrypted gossip;
+#                        `strata bench` talks TLS through cluster.json), or both one
+#                        after the other in this run, which renders the TLS rows
+#                        beside the plain ones and their ratios [off]
+#   BENCH_TLS_ORDER      plain-first or tls-first: which cluster runs first with
+#                        BENCH_TLS=both (the second one's open loop takes the first
+#                        one's rate); alternate it across runs to cancel drift [plain-first]
 #   BENCH_REGION         Strata region written to in the regional runs [use1]
 #   BENCH_STRATA_SUBNET  `strata dev --subnet`: regions on 127.0.N.x, 127.0.N+1.x, ... [40]
 #   BENCH_ETCD_SUBNET    etcd members on 127.0.N.1-3 [20]
@@ -46,11 +54,28 @@ wan_latency=${BENCH_WAN_LATENCY:-0s}
 out=${BENCH_OUT:-$root/BENCHMARKS.md}
 go=${GO:-go}
 
+tls_mode=${BENCH_TLS:-off}
+tls_order=${BENCH_TLS_ORDER:-plain-first}
+
 case $only in all | etcd | strata) ;; *)
 	echo "bench-compare: BENCH_ONLY=$only: want all, etcd or strata" >&2
 	exit 2
 	;;
 esac
+case $tls_mode in off | on | both) ;; *)
+	echo "bench-compare: BENCH_TLS=$tls_mode: want off, on or both" >&2
+	exit 2
+	;;
+esac
+case $tls_order in plain-first | tls-first) ;; *)
+	echo "bench-compare: BENCH_TLS_ORDER=$tls_order: want plain-first or tls-first" >&2
+	exit 2
+	;;
+esac
+# first_prefix: the results the open loop of the second cluster takes its
+# rate from, with BENCH_TLS=both.
+first_prefix=strata
+[ "$tls_order" = tls-first ] && first_prefix=strata-tls
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/strata-bench-compare.XXXXXX")
 mkdir -p "$work/results" "$work/etcd"
@@ -113,24 +138,28 @@ req_per_s() {
 	sed -n 's/^  "requests_per_s": \([0-9.eE+-]*\),\{0,1\}$/\1/p' "$1" | grep .
 }
 
-# bench_half_rate: REGIONAL in an open loop at half of the req/s of the
-# REGIONAL run with the most clients (the maximum throughput measured).
+# bench_half_rate NAME_PREFIX RATE_PREFIX ARGS...: REGIONAL in an open
+# loop at half of the req/s of the REGIONAL run RATE_PREFIX-regional-cN
+# with the most clients N (the maximum throughput measured). The TLS runs
+# of BENCH_TLS=both take the plain runs' rate, so the two open loops carry
+# the same load.
 bench_half_rate() {
-	local most rps rate
+	local prefix=$1 from=$2 most rps rate
+	shift 2
 	# shellcheck disable=SC2086 # $clients is a list of numbers
 	most=$(printf '%s\n' $clients | sort -n | tail -n 1)
-	if ! rps=$(req_per_s "$work/results/strata-regional-c$most.json"); then
+	if ! rps=$(req_per_s "$work/results/$from-regional-c$most.json"); then
 		failed=1
-		log "no req/s from strata-regional-c$most: no open-loop run"
+		log "no req/s from $from-regional-c$most: no open-loop run"
 		return
 	fi
 	rate=$(awk -v r="$rps" 'BEGIN { printf "%.0f", r / 2 }')
 	if [ "$rate" -lt 1 ]; then
 		failed=1
-		log "strata-regional-c$most made $rps req/s: too few for an open-loop run"
+		log "$from-regional-c$most made $rps req/s: too few for an open-loop run"
 		return
 	fi
-	bench "strata-regional-rate$rate" "$@" --tier regional --durability regional --clients "$rate_clients" --rate "$rate"
+	bench "$prefix-regional-rate$rate" "$@" --tier regional --durability regional --clients "$rate_clients" --rate "$rate"
 }
 
 ensure_etcd() {
@@ -171,21 +200,30 @@ run_etcd() {
 
 etcd_version() { etcd --version 2>/dev/null | awk '/^etcd Version:/ {print $3}'; }
 
+# run_strata plain|tls: one `strata dev` cluster (with --tls for tls), every
+# Strata row against it, then stop it. Results are strata-*.json, or
+# strata-tls-*.json (their JSON says "tls": true).
 run_strata() {
-	local data=$work/strata-dev
+	local mode=$1 prefix=strata tls_flag=()
+	if [ "$mode" = tls ]; then
+		prefix=strata-tls tls_flag=(--tls)
+	fi
+	local rate_from=$prefix
+	[ "$tls_mode" = both ] && rate_from=$first_prefix
+	local data=$work/$prefix-dev
 	# No workers: the bench measures the ledger's writes, and workers would
 	# run the bench jobs' synthetic load on the same two cores.
 	# shellcheck disable=SC2086 # STRATA_DEV_FLAGS is a list of flags
 	"$strata" dev --data "$data" --subnet "$strata_subnet" --wan-latency "$wan_latency" --workers 0 \
-		--ready-timeout "${ready_timeout}s" --log-level warn ${STRATA_DEV_FLAGS:-} \
-		>"$work/strata-dev.log" 2>&1 &
+		--ready-timeout "${ready_timeout}s" --log-level warn "${tls_flag[@]}" ${STRATA_DEV_FLAGS:-} \
+		>"$work/$prefix-dev.log" 2>&1 &
 	local dev=$!
 	pids+=("$dev")
 	local deadline=$((SECONDS + ready_timeout))
 	while [ ! -s "$data/cluster.json" ]; do
 		if ! kill -0 "$dev" 2>/dev/null; then
 			failed=1
-			log "strata dev exited: $(tail -n 5 "$work/strata-dev.log")"
+			log "strata dev ${tls_flag[*]} exited: $(tail -n 5 "$work/$prefix-dev.log")"
 			return 1
 		fi
 		if [ "$SECONDS" -ge "$deadline" ]; then
@@ -195,27 +233,53 @@ run_strata() {
 		fi
 		sleep 0.2
 	done
-	log "strata dev up ($data/cluster.json)"
+	log "strata dev ${tls_flag[*]} up ($data/cluster.json)"
 	local cf=(--cluster-file "$data/cluster.json" --region "$region")
 	local wait=(--wait-ready "${ready_timeout}s") c
 	for c in $clients; do
-		bench "strata-regional-c$c" "${cf[@]}" "${wait[@]}" --tier regional --durability regional --clients "$c"
+		bench "$prefix-regional-c$c" "${cf[@]}" "${wait[@]}" --tier regional --durability regional --clients "$c"
 		wait=()
 	done
-	bench_half_rate "${cf[@]}"
+	bench_half_rate "$prefix" "$rate_from" "${cf[@]}"
 	wait=(--wait-ready "${ready_timeout}s") # the gates, this time
 	for c in $clients; do
-		bench "strata-global-c$c" "${cf[@]}" "${wait[@]}" --tier global --durability global --clients "$c"
+		bench "$prefix-global-c$c" "${cf[@]}" "${wait[@]}" --tier global --durability global --clients "$c"
 		wait=()
 	done
 	for c in $batch_clients; do
-		bench "strata-regional-batch$batch-c$c" "${cf[@]}" --tier regional --durability regional --batch "$batch" --clients "$c"
+		bench "$prefix-regional-batch$batch-c$c" "${cf[@]}" --tier regional --durability regional --batch "$batch" --clients "$c"
 	done
 	stop
 }
 
+# tls_note: what the header says of the TLS rows.
+tls_note() {
+	case $tls_mode in
+	on) echo "; every Strata row with \`strata dev --tls\` (TLS 1.3 API, mutual TLS between nodes and on Raft, encrypted gossip)" ;;
+	both)
+		local when="after the plain rows"
+		[ "$tls_order" = tls-first ] && when="before the plain rows"
+		echo "; rows marked TLS ran against \`strata dev --tls\` (TLS 1.3 API, mutual TLS between nodes and on Raft, encrypted gossip) in the same run, $when, on a cluster of their own"
+		;;
+	esac
+}
+
 if [ "$only" != strata ]; then run_etcd; fi
-if [ "$only" != etcd ]; then run_strata || true; fi
+if [ "$only" != etcd ]; then
+	case $tls_mode in
+	off) run_strata plain || true ;;
+	on) run_strata tls || true ;;
+	both)
+		if [ "$tls_order" = tls-first ]; then
+			run_strata tls || true
+			run_strata plain || true
+		else
+			run_strata plain || true
+			run_strata tls || true
+		fi
+		;;
+	esac
+fi
 
 if [ "$failed" != 0 ]; then
 	log "a run failed; $out left unchanged"
@@ -223,5 +287,5 @@ if [ "$failed" != 0 ]; then
 fi
 (cd "$root" && "$go" run ./test/bench/benchmd -in "$work/results" -out "$out" \
 	-etcd-version "$( [ "$only" = strata ] || etcd_version)" \
-	-strata "$( [ "$only" = etcd ] || echo "strata dev, 3 regions × (1 gate + 3 managers), one process per node, WAN latency $wan_latency; REGIONAL rows write to the 3 managers of $region, GLOBAL rows to the 3 gates")")
+	-strata "$( [ "$only" = etcd ] || echo "strata dev, 3 regions × (1 gate + 3 managers), one process per node, WAN latency $wan_latency; REGIONAL rows write to the 3 managers of $region, GLOBAL rows to the 3 gates$(tls_note)")")
 log "updated $out"

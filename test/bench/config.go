@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -112,6 +113,9 @@ type Config struct {
 	WaitReady time.Duration
 	// Progress, if not nil, receives a progress bar while the run lasts.
 	Progress io.Writer
+	// TLS, if set, is the client's TLS config (a TLS cluster: its CA as
+	// RootCAs); Addrs must then be https:// URLs.
+	TLS *tls.Config
 }
 
 // withDefaults returns c with its zero fields set.

@@ -116,7 +116,7 @@ func RunDataPlane(ctx context.Context, cfg DataPlaneConfig) (*DataPlaneResult, e
 		bases[i], _ = baseURL(a) // checked by Validate
 	}
 	hc := &http.Client{Timeout: cfg.RequestTimeout, Transport: &http.Transport{Proxy: nil,
-		MaxIdleConnsPerHost: cfg.Workers + 4, DisableCompression: true}}
+		MaxIdleConnsPerHost: cfg.Workers + 4, DisableCompression: true, TLSClientConfig: cfg.TLS}}
 	defer hc.CloseIdleConnections()
 	if cfg.WaitReady > 0 {
 		if err := waitReady(ctx, hc, TargetStrata, bases, cfg.WaitReady); err != nil {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"time"
@@ -87,6 +88,10 @@ type DataPlaneConfig struct {
 	Seed uint64
 	// Progress, if not nil, receives a progress bar while the load runs.
 	Progress io.Writer
+	// TLS, if set, is the API client's TLS config (a TLS cluster); Addrs
+	// must then be https:// URLs. Frames are MAC'd, not encrypted: the
+	// data plane itself is the same with or without it.
+	TLS *tls.Config
 }
 
 func (c DataPlaneConfig) withDefaults() DataPlaneConfig {

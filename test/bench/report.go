@@ -39,6 +39,9 @@ type Result struct {
 
 	// Rate describes an open-loop run's schedule; nil for a closed loop.
 	Rate *Rate `json:"rate,omitempty"`
+
+	// TLS: the run talked TLS to the nodes.
+	TLS bool `json:"tls,omitempty"`
 }
 
 // Rate is what an open-loop run scheduled and what it managed to send.

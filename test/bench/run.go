@@ -63,6 +63,7 @@ func run(ctx context.Context, cfg Config, clk clock, progress *Progress) (*Resul
 			MaxIdleConnsPerHost: cfg.Clients,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
+			TLSClientConfig:     cfg.TLS,
 		},
 	}
 	defer httpClient.CloseIdleConnections()
@@ -94,7 +95,9 @@ func run(ctx context.Context, cfg Config, clk clock, progress *Progress) (*Resul
 	}
 	elapsed := clk.Now().Sub(start)
 	stopBar()
-	return newResult(cfg, s, bases, start, elapsed, clients, p), nil
+	res := newResult(cfg, s, bases, start, elapsed, clients, p)
+	res.TLS = cfg.TLS != nil
+	return res, nil
 }
 
 // closedLoop runs every client until limit requests are sent in all (0:
