@@ -89,6 +89,12 @@ type NodeConfig struct {
 	GossipAddr    string `koanf:"gossip_addr"`     // LAN pool of the region
 	GossipWANAddr string `koanf:"gossip_wan_addr"` // WAN pool (gates only)
 	DataPlaneAddr string `koanf:"data_plane_addr"` // worker progress (managers)
+	// HTTPWANAddr is a gate's second API address, on the network between
+	// gates (deploy/compose): the node serves the API there too and
+	// gossips it in the WAN pool, so the other regions' gates reach it
+	// there while its region's managers use http_addr. Gates only;
+	// empty: http_addr everywhere.
+	HTTPWANAddr string `koanf:"http_wan_addr"`
 	// DataPlaneCommitInterval is how often a manager commits the
 	// aggregates its data plane folded to the regional ledger (DESIGN
 	// §4: 500 ms); between commits they are staged in the NodeWAL every
@@ -159,6 +165,11 @@ type NodeConfig struct {
 	// Tracing: OpenTelemetry spans exported over OTLP/HTTP; off unless
 	// tracing.otlp_endpoint is set (cluster/tracing).
 	Tracing tracing.Config `koanf:"tracing"`
+	// Per-token API rate limit of this node (issue 18): a token bucket
+	// per token refilled at APIRateLimit requests per second, holding
+	// APIRateBurst (default: one second's worth). 0: off.
+	APIRateLimit float64 `koanf:"api_rate_limit"`
+	APIRateBurst float64 `koanf:"api_rate_burst"`
 }
 
 // BackupConfig is the backup: {dir, interval, retain} block.
@@ -213,12 +224,21 @@ func (c *NodeConfig) Validate() error {
 	if c.DataDir == "" {
 		bad("data_dir", "required")
 	}
+	if c.APIRateLimit < 0 || c.APIRateLimit > 1e6 || c.APIRateBurst < 0 || c.APIRateBurst > 1e7 {
+		bad("api_rate_limit", "%g per second and burst %g must be in [0, 1e6] and [0, 1e7]", c.APIRateLimit, c.APIRateBurst)
+	}
 	addrs := map[string]string{"http_addr": c.HTTPAddr, "raft_addr": c.RaftAddr, "gossip_addr": c.GossipAddr}
 	if c.Role == RoleGate {
 		addrs["gossip_wan_addr"] = c.GossipWANAddr
 	}
 	if c.Role == RoleManager {
 		addrs["data_plane_addr"] = c.DataPlaneAddr
+	}
+	if c.HTTPWANAddr != "" {
+		addrs["http_wan_addr"] = c.HTTPWANAddr
+		if c.Role != RoleGate || c.HTTPWANAddr == c.HTTPAddr {
+			bad("http_wan_addr", "%q: a gate's second API address, not its http_addr", c.HTTPWANAddr)
+		}
 	}
 	for key, a := range addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {

@@ -70,7 +70,7 @@ func (c *NodeConfig) validateSecurity() []error {
 		return errs
 	}
 	var public []string
-	for key, a := range map[string]string{"http_addr": c.HTTPAddr, "raft_addr": c.RaftAddr, "gossip_addr": c.GossipAddr, "gossip_wan_addr": c.GossipWANAddr} {
+	for key, a := range map[string]string{"http_addr": c.HTTPAddr, "raft_addr": c.RaftAddr, "gossip_addr": c.GossipAddr, "gossip_wan_addr": c.GossipWANAddr, "http_wan_addr": c.HTTPWANAddr} {
 		if host, _, err := net.SplitHostPort(a); err == nil && !isLoopbackHost(host) {
 			public = append(public, key+" "+a)
 		}

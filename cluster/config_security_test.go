@@ -51,6 +51,13 @@ func TestConfig_NonLoopbackNodeNeedsTLSAndAGossipKeyUnlessInsecure(t *testing.T)
 		{"short gossip key", func(c *NodeConfig) { c.GossipKey = "c2hvcnQ=" }, "127.0.0.1", "gossip_key"},
 		{"public admin in clear", func(c *NodeConfig) { c.AdminAddr = "10.1.2.3:6060" }, "127.0.0.1", "admin_addr"},
 		{"loopback admin", func(c *NodeConfig) { c.AdminAddr = "127.0.0.1:0" }, "127.0.0.1", ""},
+		{"a manager with http_wan_addr", func(c *NodeConfig) { c.HTTPWANAddr = "127.0.0.2:7100" }, "127.0.0.1", "http_wan_addr"},
+		{"a gate's public http_wan_addr in clear", func(c *NodeConfig) {
+			c.Role, c.GossipWANAddr, c.HTTPWANAddr = RoleGate, "127.0.0.1:7400", "10.1.2.4:7100"
+		}, "127.0.0.1", "insecure"},
+		{"a gate's loopback http_wan_addr", func(c *NodeConfig) {
+			c.Role, c.GossipWANAddr, c.HTTPWANAddr = RoleGate, "127.0.0.1:7400", "127.0.0.2:7100"
+		}, "127.0.0.1", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base(tc.addr)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -88,6 +89,11 @@ type Node struct {
 	ledger  *fsm.Ledger
 	applied *group.AppliedIndex
 	faults  *faultnet.Faults
+
+	// physical is the wall clock the HLC reads, shifted by the
+	// clock-skew fault (faultnet.Rules.ClockOffset) when fault injection is on.
+	physical faultnet.Clock
+
 	raft    *group.Group
 	wal     *wal.WAL
 	prop    *group.Proposer
@@ -97,6 +103,7 @@ type Node struct {
 	peers   *peer.Peers         // node-to-node calls
 	api     *httpapi.Server     // the HTTP API, served on ln
 	ln      net.Listener
+	lnWAN   net.Listener // a gate's second API listener (http_wan_addr, wire_wanapi.go), or nil
 
 	dp   *dataplane.Manager   // progress receiver and flush (wire_dataplane.go); nil on gates
 	live *livestats.Board     // jobs' live statistics pushed by managers; gates only
@@ -260,7 +267,7 @@ func (n *Node) openClockAndLedger() error {
 	n.reg.MustRegister(skew, ticks)
 	var err error
 	n.clock, err = hlc.New(hlc.Config{
-		Node: n.cfg.Ordinal(), Physical: func() int64 { return time.Now().UnixMilli() },
+		Node: n.cfg.Ordinal(), Physical: n.physical.UnixMilli,
 		Persister: NewClockFile(n.cfg.DataDir), MaxOffset: n.cfg.HLCMaxOffset, SkewRejections: skew, Ticks: ticks,
 	})
 	if err != nil {
@@ -270,7 +277,10 @@ func (n *Node) openClockAndLedger() error {
 	if n.stamper, err = commit.NewStamper(n.clock, n.cfg.NodeID, n.cfg.Region); err != nil {
 		return err
 	}
-	if n.store, err = boltstore.Open(boltstore.Config{Path: filepath.Join(n.cfg.DataDir, "ledger.db")}); err != nil {
+	// Group commit (issue 19): Raft entries share bbolt transactions; a
+	// read commits what is pending, a crash loses only what Raft replays.
+	if n.store, err = boltstore.Open(boltstore.Config{Path: filepath.Join(n.cfg.DataDir, "ledger.db"),
+		CommitInterval: boltstore.NodeCommitInterval, Logger: n.log}); err != nil {
 		return fmt.Errorf("ledger store: %w", err)
 	}
 	if why := n.store.Rebuilt(); why != "" {
@@ -280,7 +290,7 @@ func (n *Node) openClockAndLedger() error {
 	if err != nil {
 		return err
 	}
-	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs}); err != nil {
+	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate)}); err != nil {
 		return err
 	}
 	if err = n.buildTree(); err != nil {
@@ -312,7 +322,7 @@ func (n *Node) openRaft() error {
 	var err error
 	n.faults, err = faultnet.New(faultnet.Config{
 		LocalRegion: n.cfg.Region, WANLatency: n.cfg.WANLatency, Logger: n.log, Registerer: n.reg,
-		RegionOf: func(peer string) string { return (*n.regions.Load())[peer] },
+		RegionOf: func(peer string) string { return (*n.regions.Load())[peer] }, Clock: &n.physical,
 	})
 	if err != nil {
 		return err
@@ -357,7 +367,7 @@ func (n *Node) openPipeline() error {
 		return err
 	}
 	n.peers, err = peer.New(peer.Config{NodeID: n.cfg.NodeID, Role: n.cfg.Role, Region: n.cfg.Region, Group: n.role.group,
-		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.cfg.HTTPAddr, Faults: n.faults, Members: n.members,
+		ClusterToken: n.cfg.ClusterToken, HTTPAddr: n.peerSourceAddr(), Faults: n.faults, Members: n.members,
 		Proposer: n.prop, Registerer: n.reg, TLS: n.sec.tls})
 	if err != nil {
 		return err
@@ -395,7 +405,7 @@ func (n *Node) startMembership() error {
 	mc := members.Config{
 		Self: gossip.Meta{Role: n.cfg.Role, Region: n.cfg.Region, NodeID: n.cfg.NodeID, APIAddr: n.ln.Addr().String(),
 			RaftAddr: n.raft.LocalAddr(), DataAddr: n.cfg.DataPlaneAddr, Version: n.opts.Version},
-		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
+		LANAddr: n.cfg.GossipAddr, WANAddr: wanAddr, WANAPIAddr: n.wanAPIAddr(), LANSeeds: n.cfg.Join, WANSeeds: wanSeeds,
 		Logger: n.log, Registerer: n.reg, LANTimings: n.opts.LANTimings, WANTimings: n.opts.WANTimings,
 		RejoinInterval: n.opts.RejoinInterval, Keyring: n.sec.keyring,
 	}
@@ -534,6 +544,9 @@ func (n *Node) closeParts() error {
 		errs = append(errs, n.api.Close())
 	} else if n.ln != nil { // listening, never served
 		errs = append(errs, n.ln.Close())
+		if n.lnWAN != nil {
+			errs = append(errs, n.lnWAN.Close())
+		}
 	}
 	if n.members != nil {
 		errs = append(errs, n.members.Close())
@@ -602,7 +615,7 @@ func (n *Node) listenHTTP() error {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	n.ln = n.faults.WrapListener(ln)
-	return nil
+	return n.listenHTTPWAN()
 }
 
 // startAPI serves the HTTP API on the listener.
@@ -617,10 +630,14 @@ func (n *Node) startAPI() error {
 		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 		TLS: n.apiTLS(), Security: n.securityStatus, Keyring: n.keyringAPI(), Tracer: n.opts.Tracer,
+		RateLimit: httpapi.RateLimit{PerSecond: n.cfg.APIRateLimit, Burst: cmp.Or(n.cfg.APIRateBurst, n.cfg.APIRateLimit)},
 	})
 	if err != nil {
 		return err
 	}
 	n.api.Serve(n.ln)
+	if n.lnWAN != nil {
+		n.api.Serve(n.lnWAN)
+	}
 	return n.startAdmin()
 }

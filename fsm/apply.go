@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 )
 
@@ -24,6 +25,8 @@ type applier struct {
 	// changed lists the state the batch changed, for the Observer
 	// (possibly repeated; filled as the batch applies and at flush).
 	changed []StateKey
+	// admission is Config.Admission.
+	admission func(tx ReadTx, job *JobState) error
 }
 
 // jobWork is a job touched by the batch: its state as stored until the
@@ -103,6 +106,8 @@ func (a *applier) apply(e *Event, raw []byte) (Result, error) {
 		r, err = a.applyWorkflow(e)
 	case e.Type == TypeForwardMark:
 		r, err = a.applyForwardMark(e.Body.(*ForwardMark))
+	case e.Type.IsGovernance():
+		r, err = a.applyGovernance(e)
 	default:
 		r, err = a.applyWorker(e)
 	}
@@ -155,11 +160,8 @@ func (a *applier) head(tenant string) (*headWork, error) {
 // flush writes the batch's changed jobs and chain heads, in first-touch
 // order.
 func (a *applier) flush() error {
-	for _, i := range a.dirtyJobs {
-		if err := a.tx.PutJob(a.works[i].f.s); err != nil {
-			return err
-		}
-		a.changed = append(a.changed, StateKey{StateJob, a.works[i].f.s.JobID})
+	if err := a.flushJobs(); err != nil {
+		return err
 	}
 	for _, h := range a.headList {
 		if h.dirty {
@@ -169,6 +171,21 @@ func (a *applier) flush() error {
 			a.changed = append(a.changed, StateKey{StateChain, h.tenant})
 		}
 	}
+	return nil
+}
+
+// flushJobs writes the batch's changed jobs so far; a later change of
+// one of them starts from a new private copy (the store owns what it was
+// given).
+func (a *applier) flushJobs() error {
+	for _, i := range a.dirtyJobs {
+		if err := a.tx.PutJob(a.works[i].f.s); err != nil {
+			return err
+		}
+		a.works[i].mutable = false
+		a.changed = append(a.changed, StateKey{StateJob, a.works[i].f.s.JobID})
+	}
+	a.dirtyJobs = a.dirtyJobs[:0]
 	return nil
 }
 
@@ -226,6 +243,11 @@ func (a *applier) applyJob(e *Event) (Result, error) {
 	}
 	if w.f.s.Events >= MaxEventsPerJob {
 		return rejected(fmt.Errorf("job %s: %w", e.JobID, &LimitError{Field: "events of a job", Limit: MaxEventsPerJob, Got: int(w.f.s.Events) + 1})), nil
+	}
+	if _, ok := e.Body.(*JobAdmitted); ok && w.f.s.Queued() && !w.f.s.Status.Terminal() {
+		if r, err := a.admit(e, w.f.s); err != nil || r.Outcome == OutcomeRejected {
+			return r, err
+		}
 	}
 	a.mutate(e.JobID, w)
 	if w.f.needsCreatedFence(e) {
@@ -360,6 +382,31 @@ func (a *applier) applyForwardMark(b *ForwardMark) (Result, error) {
 				return Result{}, err
 			}
 		}
+	}
+	return Result{Outcome: OutcomeApplied}, nil
+}
+
+// admit decides whether JobAdmitted e may admit queued job s now: not
+// before the job's eligible time (by e's HLC wall time, so every replica
+// agrees), and, if the ledger has an admission hook, only if the hook
+// finds room (it reads the tenant's other jobs through the store, so the
+// batch's changes so far are written first). A rejection is a Result; an
+// error is a store failure.
+func (a *applier) admit(e *Event, s *JobState) (Result, error) {
+	if s.Spec.EligibleAtMs > e.HLC.WallMs {
+		return rejected(fmt.Errorf("job %s: eligible at %d ms, admitted at %d: %w", e.JobID, s.Spec.EligibleAtMs, e.HLC.WallMs, ErrOverQuota)), nil
+	}
+	if a.admission == nil {
+		return Result{Outcome: OutcomeApplied}, nil
+	}
+	if err := a.flushJobs(); err != nil {
+		return Result{}, err
+	}
+	switch err := a.admission(a.tx, s); {
+	case errors.Is(err, ErrOverQuota):
+		return rejected(fmt.Errorf("job %s: %w", e.JobID, err)), nil
+	case err != nil:
+		return Result{}, err
 	}
 	return Result{Outcome: OutcomeApplied}, nil
 }

@@ -160,6 +160,31 @@ type JobSpec struct {
 	Regions        []string       `json:"regions"`
 	Timeout        Duration       `json:"timeout"`
 	Workflows      []WorkflowSpec `json:"workflows"`
+
+	// The extension (spec_ext.go): optional, absent from the encoding
+	// when none is set.
+
+	// Type is the job type ([A-Za-z0-9._-], empty: none): quotas,
+	// throttles and breakers may apply per type.
+	Type string `json:"type,omitempty"`
+	// Priority orders held jobs for admission, higher first.
+	Priority int32        `json:"priority,omitempty"`
+	Retry    *RetryPolicy `json:"retry,omitempty"`
+	// Admission is what the client asked for when over quota:
+	// AdmissionReject ("") or AdmissionQueue.
+	Admission string `json:"admission,omitempty"`
+	// ReplayOf and ReplayDigest are set by the gate only (a replay of
+	// that job, whose state digest was that at the replay).
+	ReplayOf     string `json:"replay_of,omitempty"`
+	ReplayDigest *Hash  `json:"replay_digest,omitempty"`
+	// Held is set by the gate only: the job was over quota when it was
+	// submitted with AdmissionQueue; it waits, PENDING, for a
+	// JobAdmitted.
+	Held bool `json:"held,omitempty"`
+	// EligibleAtMs is set by the gate only, on a held job: the Unix ms
+	// before which it may not be admitted (a submit rate limit's next
+	// token); 0: any time.
+	EligibleAtMs int64 `json:"eligible_at_ms,omitempty"`
 }
 
 func (e *encoder) jobSpec(s *JobSpec) {
@@ -279,11 +304,13 @@ func (*JobTimedOut) EventType() EventType              { return TypeJobTimedOut 
 func (b *JobCreated) encode(e *encoder) {
 	e.jobSpec(&b.Spec)
 	e.strings("assigned_regions", b.AssignedRegions, MaxRegionsPerJob, MaxRegionBytes)
+	e.specExtBlock(&b.Spec) // optional, last
 }
 
 func (b *JobCreated) decode(r *reader) {
 	r.jobSpec(&b.Spec)
 	b.AssignedRegions = r.strings("assigned_regions", MaxRegionsPerJob, MaxRegionBytes)
+	r.specExtBlock(&b.Spec)
 }
 
 func (b *JobAccepted) encode(e *encoder) {

@@ -65,6 +65,16 @@ var (
 	// the lease.
 	ErrWorkerMismatch = errors.New("fsm: worker does not hold the lease")
 
+	// ErrNotQueued: absorbed, a JobAdmitted of a job that is not held or
+	// already admitted.
+	ErrNotQueued = errors.New("fsm: job is not waiting for admission")
+	// ErrOverQuota: a JobAdmitted rejected because the job's quota has
+	// no room (Config.Admission).
+	ErrOverQuota = errors.New("fsm: over quota")
+	// ErrUnknownPolicy: a PolicyDeleted of a record that does not exist
+	// (or belongs to another tenant).
+	ErrUnknownPolicy = errors.New("fsm: unknown policy")
+
 	// ErrNotFound: a read of something absent (or of another tenant).
 	ErrNotFound = errors.New("fsm: not found")
 	// ErrChainBroken: the audit chain does not verify (see ChainError).

@@ -85,6 +85,8 @@ func (f *jobFold) fold(e *Event) error {
 		err = recorded(s, from, decision)
 	case *JobCancellationAcked:
 		err = f.ack(e, b)
+	case *JobAdmitted:
+		err = f.admit()
 	default:
 		if e.Type.IsDecisive() {
 			err = f.decide(e)
@@ -347,4 +349,22 @@ func mergeMax(a, b Stats) Stats {
 		}
 	}
 	return out
+}
+
+// admit records an admission: Admitted is the OR of the job's stored
+// JobAdmitted events, for a held job (a function of the set). It takes
+// effect only on a held job not yet admitted and not ended.
+func (f *jobFold) admit() error {
+	s := f.s
+	was := s.Admitted
+	if s.Spec.Held {
+		s.Admitted = true
+	}
+	switch {
+	case !s.Spec.Held || was:
+		return ErrNotQueued
+	case s.Status.Terminal():
+		return ErrTerminal
+	}
+	return nil
 }

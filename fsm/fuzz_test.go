@@ -15,7 +15,9 @@ import (
 // decode(encode(x)) == x.
 
 func FuzzDecodeEvent(f *testing.F) {
-	for _, e := range fsmtest.SampleEvents() {
+	ext := fsmtest.SampleEvents()[0]
+	ext.Body = &fsm.JobCreated{Spec: fsmtest.ExtendedSpec("acme", "use1"), AssignedRegions: []string{"use1"}}
+	for _, e := range append(fsmtest.SampleEvents(), ext) {
 		b, err := e.MarshalBinary()
 		if err != nil {
 			f.Fatal(err)

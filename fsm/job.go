@@ -149,7 +149,14 @@ type JobState struct {
 	// events; Events counts them (absorbed ones included).
 	Last   EventKey
 	Events uint32
+	// Admitted: a JobAdmitted of the job is stored (an OR). A held job
+	// (Spec.Held) waits, PENDING and not dispatched, until it is.
+	Admitted bool
 }
+
+// Queued reports whether the job waits for admission: held by the gate
+// over its quota and not admitted yet.
+func (s *JobState) Queued() bool { return s.Spec.Held && !s.Admitted }
 
 // Region returns the state of an assigned region, or nil.
 func (s *JobState) Region(region string) *RegionState {

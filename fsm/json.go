@@ -172,6 +172,12 @@ type jobJSON struct {
 	Created  keyJSON               `json:"created"`
 	Last     keyJSON               `json:"last_event"`
 	Events   uint32                `json:"events"`
+	// Governance (issue 18): the job this one replays (spec.replay_of,
+	// repeated at the top for auditors), whether it waits for admission
+	// (derived: held and not admitted), whether it was admitted.
+	ReplayOf string `json:"replay_of,omitempty"`
+	Queued   bool   `json:"queued,omitempty"`
+	Admitted bool   `json:"admitted,omitempty"`
 }
 
 // MarshalJSON writes the job state of DESIGN §9: {"job_id", "tenant",
@@ -180,7 +186,8 @@ type jobJSON struct {
 func (s JobState) MarshalJSON() ([]byte, error) {
 	j := jobJSON{JobID: s.JobID, Tenant: s.Tenant, Status: s.Status, Fence: s.Fence, HLC: s.HLC,
 		Spec: s.Spec, Created: keyJSON(s.Created), Last: keyJSON(s.Last), Events: s.Events,
-		Regions: make(map[string]regionJSON, len(s.Regions))}
+		Regions:  make(map[string]regionJSON, len(s.Regions)),
+		ReplayOf: s.Spec.ReplayOf, Queued: s.Queued(), Admitted: s.Admitted}
 	for _, r := range s.Regions {
 		j.Regions[r.Region] = regionJSON{Status: r.Status(), Accepted: r.Accepted, WorkerCount: r.WorkerCount,
 			Completed: r.Completed, Failed: r.Failed, Stats: r.Stats, Done: r.Done,
@@ -231,7 +238,7 @@ func (s *JobState) UnmarshalJSON(b []byte) error {
 		return &LimitError{Field: "regions", Limit: MaxRegionsPerJob, Got: len(j.Regions)}
 	}
 	out := JobState{JobID: j.JobID, Tenant: j.Tenant, Status: j.Status, Fence: j.Fence, HLC: j.HLC,
-		Spec: j.Spec, Created: EventKey(j.Created), Last: EventKey(j.Last), Events: j.Events}
+		Spec: j.Spec, Created: EventKey(j.Created), Last: EventKey(j.Last), Events: j.Events, Admitted: j.Admitted}
 	for name, r := range j.Regions {
 		out.Regions = append(out.Regions, RegionState{Region: name, Accepted: r.Accepted, WorkerCount: r.WorkerCount,
 			Completed: r.Completed, Failed: r.Failed, Stats: r.Stats, Done: r.Done,

@@ -133,8 +133,7 @@ func (r *jsonReader) workerBody(t EventType) Body {
 		})
 		return b
 	}
-	r.bad = true
-	return nil
+	return r.govBody(t)
 }
 
 func (r *jsonReader) forwardPosition(p *ForwardPosition) {

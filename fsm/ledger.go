@@ -66,6 +66,14 @@ type Config struct {
 	// Observer, if set, learns what each applied batch changed (anti-
 	// entropy keeps its Merkle tree current with it).
 	Observer Observer
+	// Admission, if set, decides whether a JobAdmitted may admit a queued
+	// job (JobState.Queued) now: nil admits, an error wrapping
+	// ErrOverQuota rejects the event, any other error is a store failure
+	// (the batch fails). It reads the state through tx, which holds every
+	// change of the batch before the event. It must be deterministic (a
+	// function of what tx reads): every replica calls it at the same
+	// point of the same state.
+	Admission func(tx ReadTx, job *JobState) error
 }
 
 // Validate fills defaults and checks c.
@@ -109,6 +117,7 @@ func New(cfg Config) (*Ledger, error) {
 	}
 	l := &Ledger{store: cfg.Store, maxScan: cfg.MaxListScan, obs: cfg.Observer}
 	l.ap.init()
+	l.ap.admission = cfg.Admission
 	var applied uint64
 	err := cfg.Store.View(func(tx ReadTx) error {
 		var err error

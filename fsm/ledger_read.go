@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -425,3 +427,74 @@ func lookup[T any](l *Ledger, what string, get func(ReadTx) (*T, error)) (*T, er
 // View runs fn in a read transaction of the ledger's store: the state of
 // some applied batch (anti-entropy digests records with it).
 func (l *Ledger) View(fn func(ReadTx) error) error { return l.store.View(fn) }
+
+// Policy returns the governance record under (kind, key), or nil.
+func (l *Ledger) Policy(kind, key string) (*Policy, error) {
+	var p *Policy
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		p, err = tx.Policy(kind, key)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: policy %s/%s: %w", kind, key, err)
+	}
+	return p, nil
+}
+
+// Policies returns the governance records of kind (every kind if empty),
+// in (kind, key) order: at most MaxPoliciesPerKind per kind.
+func (l *Ledger) Policies(kind string) ([]*Policy, error) {
+	var ps []*Policy
+	err := l.store.View(func(tx ReadTx) error {
+		return tx.Policies(kind, func(p *Policy) error {
+			ps = append(ps, p)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: policies %q: %w", kind, err)
+	}
+	return ps, nil
+}
+
+// GovernanceDigest returns the digest of the governance state: SHA-256
+// over every record's encoding (AppendPolicy, length-prefixed), in
+// (kind, key) order, and the applied index it was taken at. Replicas of
+// a group at one index have equal ones; the ledger digest (Digest) stays
+// the jobs' alone, since regional and global ledgers keep different
+// governance state.
+func (l *Ledger) GovernanceDigest() (Hash, uint64, error) {
+	var h Hash
+	var index uint64
+	err := l.store.View(func(tx ReadTx) error {
+		var err error
+		if index, err = tx.AppliedIndex(); err != nil {
+			return err
+		}
+		h, err = GovernanceDigest(tx)
+		return err
+	})
+	if err != nil {
+		return Hash{}, 0, fmt.Errorf("fsm: governance digest: %w", err)
+	}
+	return h, index, nil
+}
+
+// GovernanceDigest computes the governance digest of the state tx reads.
+func GovernanceDigest(tx ReadTx) (Hash, error) {
+	d := sha256.New()
+	var buf []byte
+	err := tx.Policies("", func(p *Policy) error {
+		var err error
+		if buf, err = AppendPolicy(buf[:0], p); err != nil {
+			return err
+		}
+		d.Write(binary.AppendUvarint(nil, uint64(len(buf))))
+		d.Write(buf)
+		return nil
+	})
+	var h Hash
+	d.Sum(h[:0])
+	return h, err
+}

@@ -22,6 +22,7 @@ const (
 	StateWorker                        // a worker (regional ledger), by worker id
 	StateChain                         // a tenant's chain head, by tenant
 	StateMark                          // a tenant's forward mark, by tenant
+	StatePolicy                        // a governance record, by PolicyStateID(kind, key)
 )
 
 // StateKey names one record of the state.
@@ -44,6 +45,10 @@ func (k StateKey) TreeID() string {
 		return "~chain/" + k.ID
 	case StateMark:
 		return "~mark/" + k.ID
+	case StatePolicy:
+		if kind, key, ok := splitPolicyStateID(k.ID); ok {
+			return "~policy/" + kind + "/" + key
+		}
 	}
 	return fmt.Sprintf("~kind%d/%s", k.Kind, k.ID)
 }
@@ -100,6 +105,12 @@ func StateDigest(tx ReadTx, k StateKey) (Hash, bool, error) {
 		if seq, err = tx.ForwardMark(k.ID); err == nil && seq != 0 {
 			b, err = AppendForwardMark(nil, seq)
 		}
+	case StatePolicy:
+		kind, key, _ := splitPolicyStateID(k.ID)
+		var p *Policy
+		if p, err = tx.Policy(kind, key); err == nil && p != nil {
+			b, err = AppendPolicy(nil, p)
+		}
 	default:
 		return Hash{}, false, fmt.Errorf("fsm: state digest: unknown kind %d", k.Kind)
 	}
@@ -110,7 +121,8 @@ func StateDigest(tx ReadTx, k StateKey) (Hash, bool, error) {
 }
 
 // AllStateKeys calls fn for every record of the state: jobs, workflows,
-// workers, chain heads, forward marks, each kind in id order.
+// workers, chain heads, forward marks, governance records, each kind in
+// id order.
 func AllStateKeys(tx ReadTx, fn func(StateKey) error) error {
 	if err := tx.Jobs("", "", func(s *JobState) error { return fn(StateKey{StateJob, s.JobID}) }); err != nil {
 		return err
@@ -124,7 +136,10 @@ func AllStateKeys(tx ReadTx, fn func(StateKey) error) error {
 	if err := tx.ChainHeads(func(t string, _ ChainHead) error { return fn(StateKey{StateChain, t}) }); err != nil {
 		return err
 	}
-	return tx.ForwardMarks(func(t string, _ uint64) error { return fn(StateKey{StateMark, t}) })
+	if err := tx.ForwardMarks(func(t string, _ uint64) error { return fn(StateKey{StateMark, t}) }); err != nil {
+		return err
+	}
+	return tx.Policies("", func(p *Policy) error { return fn(StateKey{StatePolicy, PolicyStateID(p.Kind, p.Key)}) })
 }
 
 // RegionDigest is the SHA-256 of the canonical encoding of region's entry

@@ -156,6 +156,13 @@ func AppendJobState(b []byte, s *JobState) ([]byte, error) {
 			}
 			e.decision(&s.Pending)
 		}
+		// Optional, after it: the spec extension and the admission
+		// (spec_ext.go; none: no bytes).
+		if s.Spec.hasExt() || s.Admitted {
+			e.u8(specExtTag)
+			e.specExt(&s.Spec)
+			e.boolean(s.Admitted)
+		}
 	})
 }
 
@@ -182,10 +189,20 @@ func DecodeJobState(b []byte) (*JobState, error) {
 		r.decision(&s.Decision)
 		s.Last = r.key("last")
 		s.Events = r.u32("events")
-		if r.err == nil && r.rest() > 0 {
+		if r.err == nil && r.rest() > 0 && r.b[r.off] != specExtTag {
 			r.decision(&s.Pending)
 			if r.err == nil && s.Pending.Type != TypeJobCompleted {
 				r.fail(fmt.Sprintf("pending type %d", s.Pending.Type))
+			}
+		}
+		if r.err == nil && r.rest() > 0 {
+			if t := r.u8("job extension"); t != specExtTag {
+				r.fail(fmt.Sprintf("job extension tag %#x", t))
+			}
+			r.specExt(&s.Spec)
+			s.Admitted = r.boolean("admitted")
+			if r.err == nil && !s.Spec.hasExt() && !s.Admitted {
+				r.fail("job extension sets no field")
 			}
 		}
 	})

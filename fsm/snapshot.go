@@ -45,6 +45,7 @@ const (
 	snapWorkflow  = 4 // workflow record
 	snapWorker    = 5 // worker record
 	snapMark      = 6 // str tenant, then a forward mark record
+	snapPolicy    = 7 // governance record
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -231,6 +232,16 @@ func (s *snapWriter) body(tx ReadTx) (Hash, error) {
 			return err
 		}
 		return s.record(snapMark, s.buf)
+	})
+	if err != nil {
+		return Hash{}, err
+	}
+	err = tx.Policies("", func(p *Policy) error {
+		var err error
+		if s.buf, err = AppendPolicy(s.buf[:0], p); err != nil {
+			return err
+		}
+		return s.record(snapPolicy, s.buf)
 	})
 	return d.sum(), err
 }

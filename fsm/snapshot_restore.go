@@ -14,6 +14,7 @@ const (
 	stageWorkflows
 	stageWorkers
 	stageMarks
+	stagePolicies
 )
 
 // restorer checks and stores the records of a snapshot body. It enforces
@@ -31,6 +32,7 @@ type restorer struct {
 	inChain    bool
 
 	lastJob, lastWorkflow, lastWorker, lastMark string
+	lastPolicy                                  string // PolicyStateID of the last governance record
 }
 
 func (r *restorer) enter(stage int) error {
@@ -60,6 +62,8 @@ func (r *restorer) record(typ byte, p []byte) error {
 		return r.worker(p)
 	case snapMark:
 		return r.mark(p)
+	case snapPolicy:
+		return r.policy(p)
 	}
 	return fmt.Errorf("unknown record type %d", typ)
 }
@@ -215,4 +219,27 @@ func appendTenantHead(b []byte, tenant string, h ChainHead) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(tenant)))
 	b = append(b, tenant...)
 	return AppendChainHead(b, h)
+}
+
+// policy restores a governance record: (kind, key) in increasing order,
+// a value a PolicySet could have set.
+func (r *restorer) policy(b []byte) error {
+	if err := r.enter(stagePolicies); err != nil {
+		return err
+	}
+	p, err := DecodePolicy(b)
+	if err != nil {
+		return err
+	}
+	id := PolicyStateID(p.Kind, p.Key)
+	if r.lastPolicy != "" && id <= r.lastPolicy {
+		return fmt.Errorf("policy %s/%s out of order", p.Kind, p.Key)
+	}
+	v := validator{}
+	v.policyValue(p.Value)
+	if v.err != nil {
+		return fmt.Errorf("policy %s/%s: %w", p.Kind, p.Key, v.err)
+	}
+	r.lastPolicy = id
+	return r.tx.PutPolicy(p)
 }

@@ -102,6 +102,12 @@ type ReadTx interface {
 	// ForwardMarks calls fn for every tenant with a forward mark, in
 	// tenant order.
 	ForwardMarks(fn func(tenant string, seq uint64) error) error
+
+	// Policy returns the governance record under (kind, key), or nil.
+	Policy(kind, key string) (*Policy, error)
+	// Policies calls fn for the governance records of kind (every kind if
+	// kind is empty), in (kind, key) byte order.
+	Policies(kind string, fn func(*Policy) error) error
 }
 
 // Tx reads and writes one transaction.
@@ -129,6 +135,12 @@ type Tx interface {
 	// PutForwardMark stores the tenant's forward mark (the Ledger never
 	// lowers one; the store keeps what it is given). tenant is not empty.
 	PutForwardMark(tenant string, seq uint64) error
+	// PutPolicy stores the governance record under (p.Kind, p.Key),
+	// replacing any record there.
+	PutPolicy(p *Policy) error
+	// DeletePolicy removes the record under (kind, key); absent is no
+	// error.
+	DeletePolicy(kind, key string) error
 }
 
 // EncodedEventTx is implemented by a Tx that takes a new event together

@@ -18,6 +18,26 @@ const (
 	TypeJobTimedOut              EventType = 8
 )
 
+// Job events of the governance extension (issue 18). Codes 9–15 are
+// gov-global's (admission, replay); never reuse one.
+const (
+	// TypeJobAdmitted admits a held job (JobSpec.Held): it may be
+	// dispatched from then on.
+	TypeJobAdmitted EventType = 9
+)
+
+// Governance events (issue 18): operator and policy changes kept as the
+// ledger's governance state (Store.Policy). Codes 80–95 are gov-global's
+// (quotas, throttles), 96–111 gov-regional's (breakers, maintenance,
+// retries). PolicySet and PolicyDeleted are generic: any feature may keep
+// its records with them, in either ledger. They carry no job; a change
+// that belongs to a tenant carries it (and joins that tenant's audit
+// chain), a fleet-wide one the empty tenant.
+const (
+	TypePolicySet     EventType = 80
+	TypePolicyDeleted EventType = 81
+)
+
 // Workflow and worker events (regional ledger).
 const (
 	TypeWorkflowDispatched  EventType = 32
@@ -53,6 +73,9 @@ var typeNames = [...]string{
 	TypeWorkerJoined:             "WorkerJoined",
 	TypeWorkerLeft:               "WorkerLeft",
 	TypeForwardMark:              "ForwardMark",
+	TypeJobAdmitted:              "JobAdmitted",
+	TypePolicySet:                "PolicySet",
+	TypePolicyDeleted:            "PolicyDeleted",
 }
 
 // EventTypes lists every known type in code order.
@@ -78,7 +101,13 @@ func (t EventType) String() string {
 }
 
 // IsJob reports whether t is a job event (folded into a job's state).
-func (t EventType) IsJob() bool { return t >= TypeJobCreated && t <= TypeJobTimedOut }
+func (t EventType) IsJob() bool {
+	return t >= TypeJobCreated && t <= TypeJobTimedOut || t == TypeJobAdmitted
+}
+
+// IsGovernance reports whether t is a governance event (codes 80–111):
+// no job, an optional tenant, applied to the governance state.
+func (t EventType) IsGovernance() bool { return t >= 80 && t <= 111 && t.Known() }
 
 // IsWorkflow reports whether t is a workflow event.
 func (t EventType) IsWorkflow() bool {
@@ -175,6 +204,12 @@ func newBody(t EventType) Body {
 		return new(WorkerLeft)
 	case TypeForwardMark:
 		return new(ForwardMark)
+	case TypeJobAdmitted:
+		return new(JobAdmitted)
+	case TypePolicySet:
+		return new(PolicySet)
+	case TypePolicyDeleted:
+		return new(PolicyDeleted)
 	}
 	return nil
 }

@@ -55,6 +55,15 @@ func (v *validator) envelope(e *Event) {
 	}
 	v.region("region", e.Region)
 	v.name("node", e.Node)
+	if e.Type.IsGovernance() {
+		if e.JobID != "" {
+			v.fail("job_id", fmt.Sprintf("%s events carry no job", e.Type))
+		}
+		if e.Tenant != "" {
+			v.name("tenant", e.Tenant)
+		}
+		return
+	}
 	if e.Type.IsJobless() {
 		if e.JobID != "" || e.Tenant != "" {
 			v.fail("job_id", fmt.Sprintf("%s events carry no job and no tenant", e.Type))
@@ -230,6 +239,7 @@ func (v *validator) jobSpec(s *JobSpec) {
 		}
 		seen[s.Workflows[i].Name] = struct{}{}
 	}
+	v.specExt(s)
 }
 
 // workflowRef checks a workflow id: within bounds and under the event's job.

@@ -26,6 +26,30 @@ const (
 	ScopeWorker Scope = "worker"
 )
 
+// Finer operator scopes (issue 18): each lets a token make one kind of
+// fleet governance change. ScopeOperator implies every one of them (see
+// Allows), so an operator token, the dev token included, can do
+// everything; a token may hold one alone to do only that.
+const (
+	ScopeQuotaWrite       Scope = "quota:write"
+	ScopeThrottleWrite    Scope = "throttle:write"
+	ScopeBreakerWrite     Scope = "breaker:write"
+	ScopeMaintenanceWrite Scope = "maintenance:write"
+)
+
+// OperatorScopes lists the finer operator scopes, which ScopeOperator
+// implies.
+var OperatorScopes = []Scope{ScopeQuotaWrite, ScopeThrottleWrite, ScopeBreakerWrite, ScopeMaintenanceWrite}
+
+// knownScope reports whether s is a scope of this version.
+func knownScope(s Scope) bool {
+	switch s {
+	case ScopeJobsRead, ScopeJobsWrite, ScopeOperator, ScopeWorker:
+		return true
+	}
+	return slices.Contains(OperatorScopes, s)
+}
+
 // AnyWorker binds a worker token to every worker id (a fleet-wide token;
 // the lease fence still limits each report to the lease it names).
 const AnyWorker = "*"
@@ -159,11 +183,11 @@ func digestTokens(tokens []TokenConfig) (map[[sha256.Size]byte]Principal, error)
 		}
 		p := Principal{Tenant: t.Tenant, Worker: t.Worker}
 		for _, s := range t.Scopes {
-			switch sc := Scope(s); sc {
-			case ScopeJobsRead, ScopeJobsWrite, ScopeOperator, ScopeWorker:
+			switch sc := Scope(s); {
+			case knownScope(sc):
 				p.Scopes = append(p.Scopes, sc)
 			default:
-				return nil, fmt.Errorf("token %d: unknown scope %q (want %s, %s, %s or %s)", i, s, ScopeJobsRead, ScopeJobsWrite, ScopeOperator, ScopeWorker)
+				return nil, fmt.Errorf("token %d: unknown scope %q (want %s, %s, %s, %s or one of %v)", i, s, ScopeJobsRead, ScopeJobsWrite, ScopeOperator, ScopeWorker, OperatorScopes)
 			}
 		}
 		if err := checkWorkerBinding(p); err != nil {

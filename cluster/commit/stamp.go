@@ -3,6 +3,7 @@ package commit
 import (
 	"crypto/rand"
 	"errors"
+	"time"
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -27,13 +28,16 @@ func NewStamper(clock *hlc.Clock, node, region string) (*Stamper, error) {
 	return &Stamper{clock: clock, node: node, region: region}, nil
 }
 
-// NewEventID returns a random event id: for an event that is no decision
+// NewEventID returns a fresh event id: for an event that is no decision
 // another node could take again (decisions get deterministic ids from the
-// planners, submits with an idempotency key from the key).
+// planners, submits with an idempotency key from the key). It is
+// time-ordered (fsm.TimeOrderedEventID: this node's wall clock in ms, then
+// 80 random bits), so the ids a node makes increase and the ledger's id
+// index appends rather than scatters (issue 19).
 func NewEventID() fsm.EventID {
-	var id fsm.EventID
-	_, _ = rand.Read(id[:])
-	return id
+	var r [10]byte
+	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails
+	return fsm.TimeOrderedEventID(time.Now().UnixMilli(), r)
 }
 
 // Now reads the node's clock: the HLC of an event stamped by hand (a

@@ -74,3 +74,26 @@ func TestStamper_CreatedKeepsTheJobIDsHLC(t *testing.T) {
 		t.Fatalf("created: %+v", e)
 	}
 }
+
+// NewEventID's ids carry the wall clock's millisecond first (so a node's
+// ids increase and the ledger's id index appends) and still differ within
+// one millisecond.
+func TestNewEventID_TimeOrdered(t *testing.T) {
+	before := time.Now().UnixMilli()
+	seen := make(map[fsm.EventID]bool)
+	var prev fsm.EventID
+	for i := range 1000 {
+		id := NewEventID()
+		if seen[id] || id.IsZero() {
+			t.Fatalf("id %d: %s repeated or zero", i, id)
+		}
+		seen[id] = true
+		if ms := fsm.EventIDTime(id); ms < before || ms > time.Now().UnixMilli() {
+			t.Fatalf("id %s carries ms %d, outside [%d, now]", id, ms, before)
+		}
+		if fsm.EventIDTime(id) < fsm.EventIDTime(prev) {
+			t.Fatalf("id %s orders before the previous %s", id, prev)
+		}
+		prev = id
+	}
+}

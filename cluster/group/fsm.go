@@ -26,7 +26,10 @@ var ErrFSMFailed = errors.New("cluster: ledger fsm failed")
 //
 // Every command entry is one ledger transaction at its Raft index: all
 // events of all its batches go to the Ledger in one call, because the
-// Ledger skips an index at or below its applied index wholesale. An entry
+// Ledger skips an index at or below its applied index wholesale. (The
+// node's bbolt store may then let several entries' transactions share
+// one commit — group commit, fsm/boltstore — which keeps that rule: the
+// applied index commits with the state it describes.) An entry
 // with one batch goes through Ledger.ApplyEncoded (it reuses the encoded
 // bodies for hashing); an entry with several is decoded batch by batch and
 // applied with one Ledger.Apply. A batch that does not decode is rejected

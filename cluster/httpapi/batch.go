@@ -69,7 +69,7 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 		return
 	}
 	if err := sv.stampEvents(p, req.Events); err != nil {
-		httpx.WriteError(w, err)
+		writeError(w, err) // a quota's 429 carries Retry-After
 		return
 	}
 	if err := checkLevel(level, sv.cfg.Tier); err != nil {

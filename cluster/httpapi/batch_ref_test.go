@@ -126,6 +126,12 @@ func refDecodeStrict(b []byte, v any) error {
 
 func refNewBody(t fsm.EventType) fsm.Body {
 	switch t {
+	case fsm.TypeJobAdmitted:
+		return new(fsm.JobAdmitted)
+	case fsm.TypePolicySet:
+		return new(fsm.PolicySet)
+	case fsm.TypePolicyDeleted:
+		return new(fsm.PolicyDeleted)
 	case fsm.TypeJobCreated:
 		return new(fsm.JobCreated)
 	case fsm.TypeJobAccepted:

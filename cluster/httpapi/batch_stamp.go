@@ -46,6 +46,8 @@ func (sv *Server) stampEvents(p auth.Principal, events []fsm.Event) error {
 		switch {
 		case e.Type == fsm.TypeForwardMark:
 			err = eventRefused(i, e, http.StatusBadRequest, "ForwardMark is recorded by the regional forwarder only")
+		case e.Type.IsGovernance():
+			err = eventRefused(i, e, http.StatusBadRequest, fmt.Sprintf("%s is a governance change: it goes through its route (quotas, throttles, ...), with a reason and a ticket", e.Type))
 		case p.IsOperator():
 			if err = sv.cfg.Stamper.Received(e); err != nil {
 				err = httpx.BadRequest("events[%d].hlc: %v", i, err)
@@ -113,6 +115,9 @@ func (sv *Server) stampSubmit(p auth.Principal, i int, e *fsm.Event) error {
 		return httpx.BadRequest("events[%d]: JobCreated without its body", i)
 	}
 	spec := &b.Spec
+	if err := gateOnlyFields(spec, fmt.Sprintf("events[%d].body.spec.", i)); err != nil {
+		return err
+	}
 	if e.Tenant != "" && spec.Tenant != "" && e.Tenant != spec.Tenant {
 		return httpx.BadRequest("events[%d]: tenant %q and spec.tenant %q differ", i, e.Tenant, spec.Tenant)
 	}
@@ -126,6 +131,13 @@ func (sv *Server) stampSubmit(p auth.Principal, i int, e *fsm.Event) error {
 	if err := sv.jobs.checkRegions(spec.Regions); err != nil {
 		return err
 	}
+	// Quota admission, as POST /v1/jobs (gov_admission.go).
+	adm, err := sv.jobs.admit(spec)
+	sv.countSubmit(err, adm)
+	if err != nil {
+		return err
+	}
+	spec.Held, spec.EligibleAtMs = adm.held, adm.eligibleAtMs
 	if len(b.AssignedRegions) == 0 {
 		b.AssignedRegions = spec.Regions
 	} else if !slices.Equal(b.AssignedRegions, spec.Regions) {

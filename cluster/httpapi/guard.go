@@ -85,6 +85,9 @@ func (sv *Server) guard(ru rule, h handler) http.HandlerFunc {
 				httpx.WriteError(w, err)
 				return
 			}
+			if !sv.allow(w, r, p) { // per-token API rate limit (gov_ratelimit.go)
+				return
+			}
 			c.p = p
 		}
 		if ru.body {

@@ -113,7 +113,7 @@ func (c *idempotencyCache) settle(id fsm.EventID, level commit.Durability) {
 
 // normalSpec makes nil and empty slices compare equal.
 func normalSpec(s *fsm.JobSpec) fsm.JobSpec {
-	c := *s
+	c := s.ClientSpec() // the gate's own fields (held) are not the client's body
 	if len(c.Regions) == 0 {
 		c.Regions = nil
 	}

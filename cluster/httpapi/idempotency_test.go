@@ -89,3 +89,34 @@ func TestReplayed(t *testing.T) {
 		}
 	}
 }
+
+// A repeat asking for more than the cached submit reached is not answered
+// from the cache: that submit may yet lose to another gate's.
+func TestReplayedAt_BelowTheAskedLevelIsRetry(t *testing.T) {
+	spec := &fsm.JobSpec{Tenant: "acme", IdempotencyKey: "k", Regions: []string{"use1"}}
+	local := idemEntry{jobID: "j", spec: spec, level: commit.DurabilityLocal}
+	global := idemEntry{jobID: "j", spec: spec, level: commit.DurabilityGlobal}
+	tests := []struct {
+		name   string
+		prev   idemEntry
+		want   commit.Durability
+		status int
+	}{
+		{"LOCAL asked, LOCAL reached", local, commit.DurabilityLocal, http.StatusOK},
+		{"GLOBAL asked, LOCAL reached", local, commit.DurabilityGlobal, http.StatusConflict},
+		{"GLOBAL asked, GLOBAL reached", global, commit.DurabilityGlobal, http.StatusOK},
+		{"LOCAL asked, GLOBAL reached", global, commit.DurabilityLocal, http.StatusOK},
+		{"in flight", idemEntry{jobID: "j", spec: spec}, commit.DurabilityLocal, http.StatusConflict},
+	}
+	for _, tt := range tests {
+		out, err := replayedAt(tt.prev, spec, tt.want)
+		status := http.StatusOK
+		var ae *httpx.APIError
+		if errors.As(err, &ae) {
+			status = ae.Status
+		}
+		if status != tt.status || (err == nil) != (out.Existing && out.JobID == "j") {
+			t.Errorf("%s: %+v, %v; want status %d", tt.name, out, err, tt.status)
+		}
+	}
+}

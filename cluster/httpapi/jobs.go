@@ -59,8 +59,9 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	out, err := sv.jobs.Submit(r.Context(), p, spec, level)
+	sv.countSubmit(err, out.Admission)
 	if err != nil {
-		httpx.WriteError(w, err)
+		writeError(w, err) // a 429 carries Retry-After
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+out.JobID)
@@ -70,7 +71,13 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	res := commit.SubmitResult{Level: out.Level, LSN: out.LSN, Index: out.Index}
-	httpx.WriteJSON(w, http.StatusCreated, api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)})
+	resp := api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)}
+	if resp.Queued, resp.NextEligibleAt, resp.QueuedBy = heldNote(out.Admission); resp.Queued {
+		resp.Status = fsm.JobStatusPending.String()
+		httpx.WriteJSON(w, http.StatusAccepted, resp) // accepted, held until admitted
+		return
+	}
+	httpx.WriteJSON(w, http.StatusCreated, resp)
 }
 
 // writeResponse is the common part of a write's answer; it sets the

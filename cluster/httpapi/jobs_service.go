@@ -25,6 +25,7 @@ import (
 type Jobs struct {
 	cfg  *Config
 	idem *idempotencyCache
+	gov  *governor // admission's submit buckets (gov_admission.go)
 }
 
 // Submitted is what a submit did.
@@ -41,6 +42,8 @@ type Submitted struct {
 	LSN wal.LSN
 	// Existing: a repeat of an earlier submit's key; nothing new was made.
 	Existing bool
+	// Admission: whether the job was held over its quota (gov_admission.go).
+	Admission admission
 }
 
 // Submit creates the job spec describes for p at durability level.
@@ -50,6 +53,9 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	}
 	if err := spec.CheckSubmit(); err != nil {
 		return Submitted{}, eventError(err)
+	}
+	if err := gateOnlyFields(&spec, "spec."); err != nil {
+		return Submitted{}, err
 	}
 	if err := j.checkRegions(spec.Regions); err != nil {
 		return Submitted{}, err
@@ -62,6 +68,11 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 			return out, err
 		}
 	}
+	adm, err := j.admit(&spec)
+	if err != nil {
+		return Submitted{}, err
+	}
+	spec.Held, spec.EligibleAtMs = adm.held, adm.eligibleAtMs
 	jobID, ts, err := j.cfg.JobIDs.Next()
 	if err != nil {
 		return Submitted{}, err
@@ -74,17 +85,22 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	}
 	if keyed {
 		if prev, fresh := j.idem.claim(eventID, idemEntry{jobID: jobID, spec: &spec, hlc: ts}); !fresh {
-			return replayed(prev, &spec)
+			return replayedAt(prev, &spec, level)
 		}
 	}
 	res, err := j.cfg.Writer.Submit(ctx, []fsm.Event{e}, level)
+	lost := err == nil && len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict)
 	if keyed {
-		j.idem.settle(eventID, res.Level)
+		settled := res.Level
+		if lost { // another gate's submit of the key won: only the ledger answers for the key
+			settled = commit.DurabilityNone
+		}
+		j.idem.settle(eventID, settled)
 	}
 	if err != nil {
 		return Submitted{}, submitError(err, res, j.cfg.NodeID)
 	}
-	if len(res.Results) == 1 && errors.Is(res.Results[0].Err, fsm.ErrEventConflict) {
+	if lost {
 		// The key's job was created earlier (through another gate, or
 		// before this gate applied it): answer from the ledger once this
 		// node has applied the entry that found the conflict.
@@ -98,7 +114,7 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	if err := resultError(res); err != nil {
 		return Submitted{}, err
 	}
-	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index, LSN: res.LSN}, nil
+	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index, LSN: res.LSN, Admission: adm}, nil
 }
 
 // checkRegions refuses a region no node of the cluster serves.
@@ -134,6 +150,23 @@ func (j *Jobs) replayFromLedger(tenant string, id fsm.EventID, spec *fsm.JobSpec
 	}
 	out, err = replayed(idemEntry{jobID: se.JobID, spec: &created.Spec, hlc: se.HLC, level: j.cfg.Tier}, spec)
 	return out, true, err
+}
+
+// replayedAt is the answer to a repeat that finds the key in this gate's
+// cache, asking for level want. The cached submit reached prev.level
+// only: below want it may yet lose at the tier to another gate's submit
+// of the key (the client failed over while it was in flight), and its
+// job id would then never exist, so the repeat is told to retry (409)
+// until the ledger has the key (chaos run, seed 2: an answer from the
+// cache at LOCAL named a job that no read ever found).
+func replayedAt(prev idemEntry, got *fsm.JobSpec, want commit.Durability) (Submitted, error) {
+	out, err := replayed(prev, got)
+	if err != nil || out.Level >= want {
+		return out, err
+	}
+	return Submitted{}, &httpx.APIError{Status: http.StatusConflict, Code: httpx.CodeConflict,
+		Message: fmt.Sprintf("a submit with idempotency key %q is at %s, not yet %s; retry", got.IdempotencyKey, out.Level, want),
+		Details: map[string]any{"job_id": prev.jobID, "durability": out.Level.String()}}
 }
 
 // replayed is the answer to a repeated key: the first submit's job and
@@ -210,4 +243,15 @@ func commitOwn(ctx context.Context, cfg *Config, level commit.Durability, e fsm.
 		return res, e.HLC, submitError(err, res, cfg.NodeID)
 	}
 	return res, e.HLC, nil
+}
+
+// gateOnlyFields refuses a client's spec that sets a field only the gate
+// sets (replay_of, replay_digest, held): 400 naming the field.
+func gateOnlyFields(spec *fsm.JobSpec, prefix string) error {
+	if f := spec.GateOnlyField(); f != "" {
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+			Message: fmt.Sprintf("%s%s is set by the gate (a replay, an admission), not by a client", prefix, f),
+			Details: map[string]any{"field": f}}
+	}
+	return nil
 }

@@ -103,6 +103,15 @@ func (sv *Server) routeTable() (*http.ServeMux, []Route) {
 	handle("/v1/writes/{node}/{lsn}", route{"GET": g(token, sv.handleWriteStatus)})
 
 	handle("/v1/auth/whoami", route{"GET": g(token, sv.handleWhoami)})
+	// Governance of the global ledger (issue 18): quotas, throttles,
+	// replay. The handlers check the finer operator scopes.
+	gov := rule{access: anyToken, home: gates, body: true}
+	handle("/v1/quotas", route{"GET": g(jobRead, sv.handleListQuotas)})
+	handle("/v1/quotas/status", route{"GET": g(jobRead, sv.handleQuotaStatus)})
+	handle("/v1/quotas/policies/{id}", route{"PUT": g(gov, sv.handlePutQuota), "DELETE": g(gov, sv.handleDeleteQuota)})
+	handle("/v1/quotas/fleet", route{"PUT": g(gov, sv.handlePutFleetQuota)})
+	handle("/v1/throttles", route{"GET": g(jobRead, sv.handleListThrottles), "POST": g(gov, sv.handleThrottle)})
+	handle("/v1/jobs/{id}/replay", route{"POST": g(gov, sv.handleReplayJob)})
 	// The console's one call per region for its workers (operators).
 	handle("/v1/workers", route{"POST": g(worker, sv.handleRegisterWorker),
 		"GET": g(rule{access: operatorOnly, home: regionLeader}, sv.handleListWorkers)})

@@ -233,6 +233,8 @@ type Config struct {
 	Keyring Keyring
 	// Tracer records a server span per request (nil: off).
 	Tracer *tracing.Tracer
+	// RateLimit is the per-token API rate limit (issue 18); zero: off.
+	RateLimit RateLimit
 }
 
 // Server serves the API.
@@ -245,6 +247,7 @@ type Server struct {
 	// lower them with SetTimeouts).
 	timeouts atomic.Pointer[Timeouts]
 	metrics  *httpMetrics
+	rate     *rateLimiter // per-token API rate limit and throttling metrics
 	bundles  *bundleMetrics
 	srv      *http.Server
 
@@ -267,7 +270,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	sv := &Server{cfg: cfg, log: cfg.Logger,
 		metrics: newHTTPMetrics(cfg.Registry), bundles: newBundleMetrics(cfg.Registry)}
-	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries)}
+	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries), gov: newGovernor()}
+	sv.rate = newRateLimiter(cfg.RateLimit, cfg.Registry)
+	if cfg.Role == RoleGate {
+		cfg.Registry.MustRegister(newQuotaCollector(cfg.Ledger)) // quota usage per tenant (gov_metrics.go)
+	}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
 	// No ReadTimeout or WriteTimeout here: the deadlines of a request's
 	// body and answer are set per request (deadline.go), which lets

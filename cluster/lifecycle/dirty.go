@@ -123,6 +123,10 @@ func (d *dirtySet) Entry(results [][]fsm.Result) {
 				}
 			case r.Type == fsm.TypeWorkerJoined || r.Type == fsm.TypeWorkerLeft:
 				d.workers = true
+			case r.Type.IsGovernance():
+				// A quota or throttle changed (issue 18): which jobs it
+				// frees is not known here, so the next pass scans all.
+				d.overflowLocked()
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/lifecycle/plan"
+	"github.com/strata-ledger/strata/cluster/throttle"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 )
@@ -54,6 +55,9 @@ type globalReconciler struct {
 	// delivery to a region marks it, advance frees it when the driver
 	// reports that the delivery ended. One delivery per region at a time.
 	inflight map[string]bool
+	// queued are the tenants a visit saw a queued job of (issue 18): the
+	// only tenants admit looks at; a full pass rebuilds it.
+	queued map[string]bool
 }
 
 // redelivery tracks when a (job, region) delivery may be sent again.
@@ -64,7 +68,8 @@ type redelivery struct {
 
 func newGlobalReconciler(l *Lifecycle) *globalReconciler {
 	return &globalReconciler{store: l.cfg.Store, dirty: l.dirty, retry: map[string]map[string]*redelivery{},
-		pending: map[string]bool{}, held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{}}
+		pending: map[string]bool{}, held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{},
+		queued: map[string]bool{}}
 }
 
 // globalWork is what one step of the global reconciler decided, its
@@ -117,12 +122,14 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 	}
 	err := g.store.View(func(tx fsm.ReadTx) error {
 		visit := func(s *fsm.JobState) error { return g.visit(tx, s, nowMs, &w) }
+		tenants := map[string]bool{} // whose queued jobs may be admitted now
 		if full {
 			seen := map[string]bool{}
-			g.pending, g.held = map[string]bool{}, map[string]map[string]bool{}
+			g.pending, g.held, g.queued = map[string]bool{}, map[string]map[string]bool{}, map[string]bool{}
 			g.due.reset()
 			err := eachLiveJob(tx, "", func(s *fsm.JobState) error {
 				seen[s.JobID] = true
+				tenants[s.Tenant] = true
 				return visit(s)
 			})
 			for id := range g.retry {
@@ -130,12 +137,18 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 					delete(g.retry, id)
 				}
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			return g.admit(tx, tenants, nowMs, &w)
 		}
 		for _, id := range ids {
 			s, err := tx.Job(id)
 			if err != nil {
 				return err
+			}
+			if s != nil {
+				tenants[s.Tenant] = true
 			}
 			if s == nil || !liveJob(s, "") {
 				g.drop(id)
@@ -145,7 +158,7 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 				return err
 			}
 		}
-		return nil
+		return g.admit(tx, tenants, nowMs, &w)
 	})
 	switch {
 	case err != nil:
@@ -169,7 +182,20 @@ func (g *globalReconciler) step(nowMs int64, full bool) (globalWork, error) {
 // pass that finds the region free, without waiting out a backoff).
 func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w *globalWork) error {
 	g.visited++
+	if s.Queued() {
+		g.queued[s.Tenant] = true
+	}
 	p := plan.Global(s, nowMs)
+	if len(p.Dispatch) > 0 {
+		// A throttle holds what has not started (issue 18).
+		paused, err := throttle.Paused(tx, s.Tenant, s.Spec.Type)
+		if err != nil {
+			return err
+		}
+		if paused {
+			p.Dispatch = nil
+		}
+	}
 	if p.Emit != nil {
 		w.propose = append(w.propose, *p.Emit)
 		w.after = maxTS(w.after, s.Last.HLC)
@@ -216,6 +242,11 @@ func (g *globalReconciler) visit(tx fsm.ReadTx, s *fsm.JobState, nowMs int64, w 
 		if at := s.Created.HLC.WallMs + t.Milliseconds(); next == 0 || at < next {
 			next = at
 		}
+	}
+	// A queued job held by a rate limit is visited again when it becomes
+	// eligible, so its tenant's admissions are planned then.
+	if at := s.Spec.EligibleAtMs; s.Queued() && at > nowMs && (next == 0 || at < next) {
+		next = at
 	}
 	if next > 0 {
 		g.due.set(s.JobID, next)

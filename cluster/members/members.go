@@ -61,6 +61,12 @@ type Config struct {
 	// WANAddr is the ip:port of the gates' WAN pool: required for a gate,
 	// empty for a manager.
 	WANAddr string
+	// WANAPIAddr, if set, is the API address a gate gossips in the WAN
+	// pool instead of Self.APIAddr: a gate on two networks (its region's
+	// and the WAN between gates) is reached by its region's managers at
+	// Self.APIAddr and by the other regions' gates at this one. Gates
+	// only; empty: Self.APIAddr in every pool.
+	WANAPIAddr string
 	// LANSeeds and WANSeeds are host:port addresses to join; this node's own
 	// address may be listed. A down seed does not fail Start: the rejoin
 	// loop keeps trying it until it is an alive member.
@@ -166,9 +172,14 @@ func (c Config) Validate() error {
 		if c.WANAddr == c.LANAddr && !isZeroPort(c.LANAddr) {
 			return fmt.Errorf("%w: lan and wan pools both bind %s", ErrInvalidConfig, c.LANAddr)
 		}
+		if c.WANAPIAddr != "" {
+			if _, _, err := net.SplitHostPort(c.WANAPIAddr); err != nil {
+				return fmt.Errorf("%w: wan api addr %q: %w", ErrInvalidConfig, c.WANAPIAddr, err)
+			}
+		}
 	case gossip.RoleManager:
-		if c.WANAddr != "" || len(c.WANSeeds) > 0 {
-			return fmt.Errorf("%w: a manager is not in the wan pool: wan addr and seeds must be empty", ErrInvalidConfig)
+		if c.WANAddr != "" || len(c.WANSeeds) > 0 || c.WANAPIAddr != "" {
+			return fmt.Errorf("%w: a manager is not in the wan pool: wan addr, wan api addr and seeds must be empty", ErrInvalidConfig)
 		}
 	}
 	for _, s := range []struct {
@@ -336,7 +347,11 @@ func (m *Membership) startPool(which Pool, bindAddr string, seeds []string, timi
 	if err != nil {
 		return fmt.Errorf("start gossip %s pool on %s: %w", which, bindAddr, err)
 	}
-	meta, err := gossip.NewMetaDelegate(m.cfg.Self)
+	self := m.cfg.Self
+	if which == PoolWAN && m.cfg.WANAPIAddr != "" {
+		self.APIAddr = m.cfg.WANAPIAddr
+	}
+	meta, err := gossip.NewMetaDelegate(self)
 	if err != nil {
 		_ = tr.Shutdown()
 		return fmt.Errorf("start gossip %s pool: %w", which, err)

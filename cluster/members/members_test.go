@@ -641,3 +641,51 @@ func TestMembership_LabelsKeepRegionsLANPoolsApart(t *testing.T) {
 		t.Errorf("use1 members = %v, want only itself", got)
 	}
 }
+
+// TestMembership_GateGossipsItsWANAPIAddrInTheWANPool: a gate on two
+// networks is found at its region address by its managers and at its WAN
+// address by the other regions' gates (deploy/compose).
+func TestMembership_GateGossipsItsWANAPIAddrInTheWANPool(t *testing.T) {
+	start := func(s memberSpec, wanAPI string, lanSeeds, wanSeeds []string) *memberNode {
+		t.Helper()
+		cfg := Config{
+			Self: memberMeta(s), LANAddr: s.ip + ":0", LANSeeds: lanSeeds, WANSeeds: wanSeeds,
+			Logger: gossipTestLogger().With("node", s.id), RejoinInterval: 200 * time.Millisecond,
+			LANTimings: gossipTestTimings(), WANTimings: gossipTestTimings(),
+		}
+		if s.role == gossip.RoleGate {
+			cfg.WANAddr, cfg.WANAPIAddr = s.ip+":0", wanAPI
+		}
+		m, err := Start(cfg)
+		if err != nil {
+			t.Fatalf("start %s: %v", s.id, err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		return &memberNode{id: s.id, ip: s.ip, m: m}
+	}
+	const wanAPI = "10.99.0.2:7100"
+	gEU := start(memberSpec{gossip.RoleGate, "euw1", "g-euw1", "127.0.1.41"}, wanAPI, nil, nil)
+	gUS := start(memberSpec{gossip.RoleGate, "use1", "g-use1", "127.0.1.42"}, "", nil, []string{gEU.addr(t, PoolWAN)})
+	mEU := start(memberSpec{gossip.RoleManager, "euw1", "m-euw1", "127.0.1.43"}, "", []string{gEU.addr(t, PoolLAN)}, nil)
+	waitForMemberView(t, gUS, map[string]string{"g-use1": "lan=alive wan=alive", "g-euw1": "wan=alive"})
+	waitForMemberView(t, mEU, map[string]string{"g-euw1": "lan=alive", "m-euw1": "lan=alive"})
+	for _, tc := range []struct {
+		name  string
+		asker *memberNode
+		want  string
+	}{
+		{"another region's gate: the WAN address", gUS, wanAPI},
+		{"its region's manager: the region address", mEU, "127.0.1.41:8080"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := tc.asker.m.Lookup("g-euw1")
+			if !ok || got.Meta.APIAddr != tc.want {
+				t.Errorf("Lookup(g-euw1).Meta.APIAddr = %q (found %v), want %q", got.Meta.APIAddr, ok, tc.want)
+			}
+		})
+	}
+	bad := Config{Self: memberMeta(memberSpec{gossip.RoleManager, "euw1", "m", "127.0.1.44"}), LANAddr: "127.0.1.44:0", WANAPIAddr: wanAPI}
+	if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a manager with a WAN API address: Validate() = %v, want ErrInvalidConfig", err)
+	}
+}

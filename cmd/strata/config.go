@@ -33,6 +33,7 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.String("gossip_addr", "", "LAN gossip address")
 	fs.String("gossip_wan_addr", "", "WAN gossip address (gates)")
 	fs.String("data_plane_addr", "", "worker progress address (managers)")
+	fs.String("http_wan_addr", "", "a gate's second API address, on the network between gates (gossiped in the WAN pool)")
 	fs.Int("bootstrap_expect", d.BootstrapExpect, "voters to see before bootstrapping the group")
 	fs.StringSlice("join", nil, "LAN gossip seeds")
 	fs.StringSlice("join_wan", nil, "WAN gossip seeds")

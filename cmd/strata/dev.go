@@ -150,11 +150,18 @@ func runDev(ctx context.Context, out, errOut io.Writer, f devFlags) error {
 		}
 		return errors.Join(fmt.Errorf("dev: %w", err), stopErr)
 	}
+	ctl, err := devcluster.ServeControl(c) // DATA/control.sock: `strata chaos` kills, pauses, restarts through it
+	if err != nil {
+		return errors.Join(fmt.Errorf("dev: %w", err), c.StopAll())
+	}
 	running.Store(true)
 	printDevCluster(out, c)
 	<-ctx.Done()
 	stopSignals() // a second Ctrl-C ends dev at once; the nodes die with it
 	running.Store(false)
+	if err := ctl.Close(); err != nil { // resumes paused nodes, so they drain
+		fmt.Fprintf(errOut, "dev: control socket: %v\n", err)
+	}
 	fmt.Fprintln(out, "stopping ...")
 	if err := c.StopAll(); err != nil {
 		return fmt.Errorf("dev: %w", err)

@@ -25,7 +25,7 @@ func newJobCmd() *cobra.Command {
 	}
 	f := addClientFlags(cmd)
 	cmd.AddCommand(newJobSubmitCmd(f), newJobStatusCmd(f), newJobListCmd(f), newJobCancelCmd(f), newJobEventsCmd(f),
-		newJobWatchCmd(f))
+		newJobWatchCmd(f), newJobReplayCmd(f))
 	return cmd
 }
 

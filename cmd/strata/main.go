@@ -81,6 +81,9 @@ func newRootCmd() *cobra.Command {
 		newTLSCmd(),
 		newKeyringCmd(),
 		newOpenAPICmd(),
+		newChaosCmd(),
+		newQuotaCmd(),
+		newThrottleCmd(),
 	)
 	return root
 }

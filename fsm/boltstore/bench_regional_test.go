@@ -144,15 +144,23 @@ func regionalStream(tb testing.TB, n, size int) [][]byte {
 // written, nodes split and spilled, nodes materialized and rebalanced.
 // Costs grow with the tree: compare runs of one -benchtime (2000x is
 // 100,000 events at events=50; a few seconds of a manager under bench).
+//
+// commit=group is events=50 with group commit as a node runs it
+// (boltstore.NodeCommitInterval, default CommitUpdates): Raft entries
+// share transactions; pages/tx then counts per entry (Update).
 func BenchmarkRegionalApply(b *testing.B) {
 	for _, size := range []int{regionalBatch, regionalGroupedBatch} {
 		b.Run(fmt.Sprintf("events=%d", size), func(b *testing.B) {
-			benchRegional(b, regionalStream(b, regionalStreamEvents/size, size), size)
+			benchRegional(b, regionalStream(b, regionalStreamEvents/size, size), size, 0)
 		})
 	}
+	b.Run(fmt.Sprintf("events=%d/commit=group", regionalBatch), func(b *testing.B) {
+		benchRegional(b, regionalStream(b, regionalStreamEvents/regionalBatch, regionalBatch), regionalBatch,
+			boltstore.NodeCommitInterval)
+	})
 }
 
-func benchRegional(b *testing.B, stream [][]byte, size int) {
+func benchRegional(b *testing.B, stream [][]byte, size int, interval time.Duration) {
 	b.ReportAllocs()
 	var st *boltstore.Store
 	var led *fsm.Ledger
@@ -166,7 +174,7 @@ func benchRegional(b *testing.B, stream [][]byte, size int) {
 			}
 		}
 		var err error
-		cfg := boltstore.WithStatistics(boltstore.Config{Path: filepath.Join(b.TempDir(), "ledger.db")})
+		cfg := boltstore.WithStatistics(boltstore.Config{Path: filepath.Join(b.TempDir(), "ledger.db"), CommitInterval: interval})
 		if st, err = boltstore.Open(cfg); err != nil {
 			b.Fatal(err)
 		}

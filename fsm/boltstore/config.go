@@ -27,6 +27,19 @@ const (
 	// DefaultReplaceCommitBytes is how much Replace writes to its new file
 	// between two commits, which bounds its memory.
 	DefaultReplaceCommitBytes = 16 << 20
+	// DefaultCommitUpdates bounds the Updates one grouped transaction
+	// holds (Config.CommitUpdates).
+	DefaultCommitUpdates = 1000
+	// DefaultCommitBytes bounds the bytes a grouped transaction hands to
+	// bbolt before it commits (Config.CommitBytes): bbolt keeps them, and
+	// the nodes they dirty, in memory until the commit.
+	DefaultCommitBytes = 32 << 20
+	// NodeCommitInterval is the CommitInterval a cluster node runs with
+	// (cluster/node.go): etcd's backend commits every 100 ms; a shorter
+	// interval bounds the stall of a read that finds Updates pending.
+	NodeCommitInterval = 50 * time.Millisecond
+	// MaxCommitInterval bounds Config.CommitInterval.
+	MaxCommitInterval = 10 * time.Second
 	// DefaultLockTimeout bounds the wait for the file lock at Open (another
 	// process holding the store).
 	DefaultLockTimeout = 5 * time.Second
@@ -58,6 +71,16 @@ type Config struct {
 	ReplaceCommitBytes int
 	// LockTimeout bounds the wait for the file lock at Open.
 	LockTimeout time.Duration
+	// CommitInterval > 0 turns on group commit (group.go): Updates add
+	// to one bbolt transaction, committed CommitInterval after it began,
+	// after CommitUpdates Updates or CommitBytes bytes, before any read
+	// and at Close. 0 (the default): every Update commits. Not with
+	// FsyncEveryBatch, whose point is a durable file after each Update.
+	CommitInterval time.Duration
+	// CommitUpdates bounds the Updates of one grouped transaction.
+	CommitUpdates int
+	// CommitBytes bounds the bytes one grouped transaction hands bbolt.
+	CommitBytes int
 	// Logger receives the store's few events (a discarded file, a
 	// restore). Default: discard.
 	Logger *slog.Logger
@@ -88,6 +111,12 @@ func (c *Config) Validate() error {
 	if c.LockTimeout == 0 {
 		c.LockTimeout = DefaultLockTimeout
 	}
+	if c.CommitUpdates == 0 {
+		c.CommitUpdates = DefaultCommitUpdates
+	}
+	if c.CommitBytes == 0 {
+		c.CommitBytes = DefaultCommitBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -104,6 +133,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("boltstore: config: MaxImageBytes %d is below %d", c.MaxImageBytes, minImageBytes)
 	case c.ReplaceCommitBytes < 1<<20:
 		return fmt.Errorf("boltstore: config: ReplaceCommitBytes %d is below 1 MiB", c.ReplaceCommitBytes)
+	case c.CommitInterval < 0 || c.CommitInterval > MaxCommitInterval:
+		return fmt.Errorf("boltstore: config: CommitInterval %s is outside [0, %s]", c.CommitInterval, MaxCommitInterval)
+	case c.CommitInterval > 0 && c.FsyncEveryBatch:
+		return errors.New("boltstore: config: CommitInterval (group commit) and FsyncEveryBatch exclude each other")
+	case c.CommitUpdates < 1:
+		return fmt.Errorf("boltstore: config: CommitUpdates %d is below 1", c.CommitUpdates)
+	case c.CommitBytes < 1<<20:
+		return fmt.Errorf("boltstore: config: CommitBytes %d is below 1 MiB", c.CommitBytes)
 	case c.LockTimeout < 0:
 		return fmt.Errorf("boltstore: config: LockTimeout %s is negative", c.LockTimeout)
 	}

@@ -36,16 +36,25 @@
 // FsyncEveryBatch keeps bbolt's fsync per commit instead: the file is
 // always consistent, the marker says so ("synced") and Open keeps it.
 //
+// Group commit (Config.CommitInterval; a cluster node runs with it):
+// Updates share one bbolt transaction, committed every CommitInterval,
+// every CommitUpdates Updates or CommitBytes bytes, before any read and
+// at Close, so pages shared by the events of several Raft entries are
+// written once (group.go says why the promises hold).
+//
 // Invariants:
-//   - One Update is one bbolt transaction: all of it or none of it is in
-//     the file; the applied index is written in it.
+//   - One Update is in one bbolt transaction (alone, or with the Updates
+//     before it under group commit): all of it or none of it is in the
+//     file; the applied index is written in it.
 //   - Values handed out are decoded copies, never bbolt's memory.
 //   - A job's history entries are sorted, chunks and tail never overlap,
 //     and every index key names a job whose state has that tenant, status
 //     and region (checked against the model by fsmtest.RunStoreSuite).
 //
 // Concurrency: Views run in parallel with each other and with the one
-// running Update (bbolt's MVCC); Updates are serialized. WriteImage runs
+// running Update (bbolt's MVCC); Updates are serialized. Under group
+// commit a View that finds Updates pending first commits them, waiting
+// for the running Update. WriteImage runs
 // in a read transaction, so applies go on while a snapshot streams.
 // RestoreImage and Replace build a new file beside the store and swap it
 // in under an exclusive lock, waiting for running transactions.

@@ -35,6 +35,9 @@ const (
 // that state (a second pass over its jobs) and the checksum. Memory use
 // does not depend on the store's size.
 func (s *Store) WriteImage(w io.Writer) error {
+	if err := s.flushForRead(); err != nil {
+		return err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {
@@ -200,6 +203,10 @@ func (s *Store) swap(path string) error {
 	if s.db == nil {
 		os.Remove(path)
 		return ErrClosed
+	}
+	if err := s.commitGroup(commitClose); err != nil { // the old state serves if the swap fails
+		os.Remove(path)
+		return err
 	}
 	err := s.db.Close()
 	s.db = nil

@@ -17,21 +17,26 @@ import (
 )
 
 // helperEnv makes the test binary a process that applies batches to a
-// store until it is killed: "<dir>,<fsync>".
+// store until it is killed: "<dir>,<mode>".
 const helperEnv = "STRATA_BOLT_KILL_HELPER"
 
 // TestHelperProcess_ApplyUntilKilled is not a test: run by
 // TestKilledProcess_*, it opens the store named by helperEnv, applies
 // batches and prints "applied <index>" after each until it is killed; it
-// never closes the store.
+// never closes the store. <mode> is "true" (FsyncEveryBatch), "false" or
+// "group" (group commit).
 func TestHelperProcess_ApplyUntilKilled(t *testing.T) {
 	arg := os.Getenv(helperEnv)
 	if arg == "" {
 		t.Skip("helper process only")
 	}
-	dir, fsync, _ := strings.Cut(arg, ",")
-	st, err := boltstore.Open(boltstore.Config{Path: filepath.Join(dir, "ledger.db"), FsyncEveryBatch: fsync == "true",
-		InitialMmapBytes: 1 << 20})
+	dir, mode, _ := strings.Cut(arg, ",")
+	cfg := boltstore.Config{Path: filepath.Join(dir, "ledger.db"), FsyncEveryBatch: mode == "true",
+		InitialMmapBytes: 1 << 20}
+	if mode == "group" { // group commit: by interval and every 7 entries
+		cfg.CommitInterval, cfg.CommitUpdates = 20*time.Millisecond, 7
+	}
+	st, err := boltstore.Open(cfg)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -61,7 +66,7 @@ func TestKilledProcess_StoreIsRebuiltUnlessFsynced(t *testing.T) {
 	for _, fsync := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fsync=%v", fsync), func(t *testing.T) {
 			dir := t.TempDir()
-			acked := runUntilKilled(t, dir, fsync, 10)
+			acked := runUntilKilled(t, dir, fmt.Sprint(fsync), 10)
 			st := openStore(t, boltstore.Config{Path: filepath.Join(dir, "ledger.db"), FsyncEveryBatch: fsync, InitialMmapBytes: 1 << 20})
 			led := ledgerOn(t, st)
 			t.Logf("killed after %d acknowledged batches; reopened at %d, rebuilt: %q", acked, led.AppliedIndex(), st.Rebuilt())
@@ -84,10 +89,10 @@ func TestKilledProcess_StoreIsRebuiltUnlessFsynced(t *testing.T) {
 // runUntilKilled starts the helper process on dir, waits until it has
 // acknowledged at least n batches, kills it (SIGKILL) and returns the
 // last batch it acknowledged.
-func runUntilKilled(t *testing.T, dir string, fsync bool, n int) int {
+func runUntilKilled(t *testing.T, dir, mode string, n int) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess_ApplyUntilKilled$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%v", helperEnv, dir, fsync))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s", helperEnv, dir, mode))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ type Store struct {
 	ar      arena
 	wtx     tx // Update's, reused
 	cache   *jobCache
+	group   group // group commit's open transaction (group.go)
 
 	// mu: RLock while a transaction runs on db; Lock to swap or close it.
 	mu      sync.RWMutex
@@ -289,10 +290,25 @@ func (s *Store) Close() error {
 	if s.db == nil {
 		return nil
 	}
+	cerr := s.commitGroup(commitClose) // nil if nothing is pending
+	failed := s.group.failed
+	if gs := s.GroupStats(); s.grouped() {
+		s.log.Info("ledger store: group commit", "updates", gs.Updates, "by_interval", gs.Interval,
+			"by_size", gs.Size, "by_read", gs.Read, "at_close", gs.Close)
+	}
 	db := s.db
 	s.db = nil
 	s.cache.clear()
 	defer s.unlock()
+	if failed != nil {
+		// Applied updates are missing from the file: no clean marker, so
+		// the next Open rebuilds it from Raft.
+		db.Close()
+		if cerr != nil {
+			return cerr
+		}
+		return fmt.Errorf("boltstore: close %s: %w", s.cfg.Path, failed)
+	}
 	if s.cfg.FsyncEveryBatch {
 		if err := db.Close(); err != nil {
 			return fmt.Errorf("boltstore: close %s: %w", s.cfg.Path, err)
@@ -310,8 +326,12 @@ func (s *Store) Close() error {
 	return writeMarker(s.marker, marker{State: markerClean, TxID: txid})
 }
 
-// View implements fsm.Store: fn reads one bbolt read transaction.
+// View implements fsm.Store: fn reads one bbolt read transaction (after
+// committing what group commit left pending, so it sees every Update).
 func (s *Store) View(fn func(fsm.ReadTx) error) error {
+	if err := s.flushForRead(); err != nil {
+		return err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {
@@ -336,6 +356,12 @@ func (s *Store) Update(fn func(fsm.Tx) error) error {
 	defer s.mu.RUnlock()
 	if s.db == nil {
 		return ErrClosed
+	}
+	if s.grouped() {
+		if s.group.failed != nil {
+			return s.group.failed
+		}
+		return s.updateGrouped(fn)
 	}
 	t := s.beginUpdate()
 	committed := false
@@ -367,6 +393,13 @@ func (s *Store) beginUpdate() *tx {
 // endUpdate installs the transaction's entries in the job cache if it
 // committed, and forgets them if not (they were changed in place).
 func (s *Store) endUpdate(t *tx, committed bool) {
+	s.releaseTx(t, committed)
+	s.ar.reset()
+}
+
+// releaseTx is endUpdate but for the arena, which a transaction left
+// open by group commit still needs.
+func (s *Store) releaseTx(t *tx, committed bool) {
 	for id, e := range t.entries {
 		if committed {
 			s.cache.put(e)
@@ -382,5 +415,4 @@ func (s *Store) endUpdate(t *tx, committed bool) {
 	clear(t.blocks)
 	clear(t.dirty)
 	t.dirty, t.missed, t.btx, t.evCursor, t.wfCursor = t.dirty[:0], false, nil, nil, nil
-	s.ar.reset()
 }

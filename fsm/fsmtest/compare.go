@@ -18,6 +18,7 @@ var classes = []error{
 	fsm.ErrJobExists, fsm.ErrUnknownRegion, fsm.ErrTenantMismatch, fsm.ErrPrecedesCreation,
 	fsm.ErrTerminal, fsm.ErrIllegalTransition, fsm.ErrStaleFence, fsm.ErrUnknownWorkflow,
 	fsm.ErrWorkflowExists, fsm.ErrUnknownWorker, fsm.ErrWorkerExists, fsm.ErrWorkerMismatch,
+	fsm.ErrNotQueued, fsm.ErrOverQuota, fsm.ErrUnknownPolicy,
 }
 
 // Class names an error by its sentinels (every one it matches, in the
@@ -129,6 +130,44 @@ func CompareWithModel(t testing.TB, led *fsm.Ledger, m *Model) {
 		t.Fatalf("workers %+v, model %+v", workers, want)
 	}
 	compareMarks(t, led, m)
+	comparePolicies(t, led, m)
+}
+
+// comparePolicies checks the governance records, as a list, per kind and
+// one by one.
+func comparePolicies(t testing.TB, led *fsm.Ledger, m *Model) {
+	t.Helper()
+	got, err := led.Policies("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := m.Policies()
+	if !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
+		t.Fatalf("policies %+v, model %+v", got, want)
+	}
+	for _, kind := range []string{"quota", "throttle", "nothing"} {
+		got, err := led.Policies(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wk []*fsm.Policy
+		for _, p := range want {
+			if p.Kind == kind {
+				wk = append(wk, p)
+			}
+		}
+		if !reflect.DeepEqual(got, wk) && len(got)+len(wk) > 0 {
+			t.Fatalf("policies of %s %+v, model %+v", kind, got, wk)
+		}
+	}
+	for _, p := range want {
+		if got, err := led.Policy(p.Kind, p.Key); err != nil || !reflect.DeepEqual(got, p) {
+			t.Fatalf("policy %s/%s: %+v (%v), model %+v", p.Kind, p.Key, got, err, p)
+		}
+	}
+	if got, err := led.Policy("quota", "absent"); err != nil || got != nil {
+		t.Fatalf("absent policy: %+v (%v)", got, err)
+	}
 }
 
 // compareMarks checks every forward mark, as a list and one by one (and

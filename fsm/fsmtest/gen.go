@@ -26,6 +26,10 @@ type Gen struct {
 	sent      []fsm.Event
 	workflows []*genWorkflow
 	workers   []string
+	// gov adds the governance extension to the stream (NewGovGen): job
+	// specs with type, priority and held, JobAdmitted, PolicySet and
+	// PolicyDeleted. Off, the stream is what it was before them.
+	gov bool
 }
 
 type genJob struct {
@@ -45,6 +49,14 @@ var (
 	genTenants = []string{"acme", "globex", "initech"}
 	genRegions = []string{"apse1", "euw1", "use1"}
 )
+
+// NewGovGen returns a generator seeded with seed whose stream includes
+// the governance extension.
+func NewGovGen(seed uint64) *Gen {
+	g := NewGen(seed)
+	g.gov = true
+	return g
+}
 
 // NewGen returns a generator seeded with seed.
 func NewGen(seed uint64) *Gen {
@@ -98,6 +110,8 @@ func (g *Gen) Next() fsm.Event {
 		e = g.workflowEvent()
 	case r < 97:
 		e = g.workerEvent()
+	case g.gov && r >= 99:
+		e = g.governance()
 	default:
 		e = g.forwardMark()
 	}
@@ -165,7 +179,14 @@ func (g *Gen) create() fsm.Event {
 	id := fsm.JobID{Region: "use1", UnixMs: ts.WallMs, Gate: "gate1", Seq: uint32(len(g.jobs)%fsm.MaxJobSeq + 1)}.String()
 	j := &genJob{id: id, tenant: tenant, regions: regions, created: ts}
 	g.jobs = append(g.jobs, j)
-	return g.event(id, tenant, "use1", ts, 1, &fsm.JobCreated{Spec: Spec(tenant, regions...), AssignedRegions: regions})
+	spec := Spec(tenant, regions...)
+	if g.gov && g.pct(25) { // the spec extension: type, priority, held
+		spec.Type, spec.Priority, spec.Held = "render", int32(g.rng.IntN(21)-10), g.pct(60)
+		if spec.Held {
+			spec.Admission = fsm.AdmissionQueue
+		}
+	}
+	return g.event(id, tenant, "use1", ts, 1, &fsm.JobCreated{Spec: spec, AssignedRegions: regions})
 }
 
 // jobEvent returns an event of a random job (recent jobs are likelier).
@@ -210,6 +231,8 @@ func (g *Gen) jobBody(region string) fsm.Body {
 			fr = region
 		}
 		return &fsm.JobFailed{Error: "boom", FailedRegion: fr}
+	case g.gov && r < 97:
+		return &fsm.JobAdmitted{Reason: "capacity freed"}
 	}
 	return &fsm.JobTimedOut{TimeoutType: "job", LastProgressHLC: hlc.Timestamp{WallMs: g.wall - 5}}
 }
@@ -227,4 +250,22 @@ func (g *Gen) stats() fsm.Stats {
 		s = s[:fsm.MaxStats]
 	}
 	return s
+}
+
+// governance returns a PolicySet (mostly) or a PolicyDeleted of a few
+// keys of two kinds, fleet-wide or of a tenant (so some changes name
+// another tenant than the record's).
+func (g *Gen) governance() fsm.Event {
+	kind := []string{"quota", "throttle"}[g.rng.IntN(2)]
+	key := fmt.Sprintf("k%d", g.rng.IntN(4))
+	tenant := ""
+	if g.pct(60) {
+		tenant = genTenants[g.rng.IntN(len(genTenants))]
+	}
+	var b fsm.Body = &fsm.PolicySet{Kind: kind, Key: key, Value: []byte(fmt.Sprintf(`{"n":%d}`, g.rng.IntN(100))),
+		Reason: "test", Ticket: "T-1", Requestor: "op"}
+	if g.pct(30) {
+		b = &fsm.PolicyDeleted{Kind: kind, Key: key, Reason: "test", Ticket: "T-2", Requestor: "op"}
+	}
+	return g.event("", tenant, "use1", g.now(g.node()), 0, b)
 }

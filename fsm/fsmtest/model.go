@@ -26,6 +26,7 @@ type Model struct {
 	workflows map[string]*fsm.WorkflowState
 	workers   map[string]*fsm.WorkerState
 	marks     map[string]uint64
+	policies  map[string]*fsm.Policy // by fsm.PolicyStateID
 }
 
 type modelKey struct {
@@ -49,6 +50,7 @@ func NewModel() *Model {
 		workflows: map[string]*fsm.WorkflowState{},
 		workers:   map[string]*fsm.WorkerState{},
 		marks:     map[string]uint64{},
+		policies:  map[string]*fsm.Policy{},
 	}
 }
 
@@ -93,6 +95,8 @@ func (m *Model) apply(e *fsm.Event) fsm.Result {
 		r = m.applyWorkflow(e)
 	case e.Type == fsm.TypeForwardMark:
 		r = m.applyForwardMark(e.Body.(*fsm.ForwardMark))
+	case e.Type.IsGovernance():
+		r = m.applyGovernance(e)
 	default:
 		r = m.applyWorker(e)
 	}
@@ -140,6 +144,10 @@ func (m *Model) applyJob(e *fsm.Event) fsm.Result {
 		return reject(fsm.ErrPrecedesCreation)
 	}
 	pre := naiveFold(evs)
+	if e.Type == fsm.TypeJobAdmitted && pre.Spec.Held && !pre.Admitted && !terminal(pre.Status) &&
+		e.HLC.WallMs < pre.Spec.EligibleAtMs {
+		return reject(fsm.ErrOverQuota) // no admission before the gate's eligible time
+	}
 	effect := naiveEffect(pre, naiveFold(append(slices.Clone(evs), e)), e)
 	if effect != nil {
 		return fsm.Result{Outcome: fsm.OutcomeAbsorbed, Err: effect}

@@ -49,6 +49,8 @@ func naiveFold(evs []*fsm.Event) *fsm.JobState {
 			r := regions[b.Region]
 			r.acked = true
 			r.workflowsCancelled = max(r.workflowsCancelled, b.WorkflowsCancelled)
+		case *fsm.JobAdmitted:
+			s.Admitted = s.Spec.Held
 		}
 	}
 	// The decision: the best of the eligible decisive events; a completion
@@ -138,6 +140,14 @@ func naiveEffect(pre, post *fsm.JobState, e *fsm.Event) error {
 	switch e.Type {
 	case fsm.TypeJobAccepted, fsm.TypeJobProgressReported:
 		if terminal(st) && post.Status == st && post.Decision.EventID == pre.Decision.EventID {
+			return fsm.ErrTerminal
+		}
+		return nil
+	case fsm.TypeJobAdmitted:
+		switch {
+		case !pre.Spec.Held || pre.Admitted:
+			return fsm.ErrNotQueued
+		case terminal(st):
 			return fsm.ErrTerminal
 		}
 		return nil

@@ -36,6 +36,10 @@ func SampleEvents() []fsm.Event {
 		&fsm.WorkerJoined{Worker: "w-17", Capacity: 8},
 		&fsm.WorkerLeft{Worker: "w-17", Reason: "drain"},
 		&fsm.ForwardMark{Marks: []fsm.ForwardPosition{{Tenant: "acme", Seq: 12}, {Tenant: "globex", Seq: 1 << 33}}},
+		&fsm.JobAdmitted{Reason: "capacity freed"},
+		&fsm.PolicySet{Kind: "quota", Key: "acme/render", Value: []byte(`{"max_active":3}`),
+			Reason: "launch week", Ticket: "OPS-12", Requestor: "alice@example.com"},
+		&fsm.PolicyDeleted{Kind: "quota", Key: "acme/render", Reason: "done", Ticket: "OPS-13", Requestor: "bob"},
 	}
 	events := make([]fsm.Event, len(bodies))
 	for i, b := range bodies {
@@ -43,7 +47,27 @@ func SampleEvents() []fsm.Event {
 		if b.EventType().IsJobless() {
 			jobID, tenant = "", ""
 		}
+		if b.EventType().IsGovernance() {
+			jobID = ""
+		}
 		events[i] = NewEvent(ID(uint64(i+1)), jobID, tenant, "use1", "gate42", ts(uint32(i+1)), uint64(i%3+1), b)
 	}
 	return events
+}
+
+// ExtendedSpec returns a job spec with every field of the spec extension
+// set (type, priority, retry, admission, replay, held).
+func ExtendedSpec(tenant string, regions ...string) fsm.JobSpec {
+	s := Spec(tenant, regions...)
+	d := fsm.Hash{1, 2, 3}
+	s.Type = "render"
+	s.Priority = -7
+	s.Retry = &fsm.RetryPolicy{MaxAttempts: 3, InitialBackoff: fsm.Duration(1e9), MaxBackoff: fsm.Duration(30e9),
+		RetryOn: []string{"lease_expired", "worker_error"}}
+	s.Admission = fsm.AdmissionQueue
+	s.ReplayOf = "use1-1704931100000-gate42-00009"
+	s.ReplayDigest = &d
+	s.Held = true
+	s.EligibleAtMs = 1704931260000
+	return s
 }

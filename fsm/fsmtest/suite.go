@@ -27,6 +27,7 @@ func RunStoreSuite(t *testing.T, newStore NewStore) {
 	t.Run("ReadsRunConcurrentlyWithApply", func(t *testing.T) { RunConcurrentReads(t, newStore) })
 	t.Run("EventIDsAreScopedByTenant", func(t *testing.T) { RunEventIDsScopedByTenant(t, newStore) })
 	t.Run("RejectionsDoNotRevealOtherTenants", func(t *testing.T) { RunRejectionsDoNotRevealOtherTenants(t, newStore) })
+	t.Run("GovernanceAgainstModel", func(t *testing.T) { RunGovernanceAgainstModel(t, newStore) })
 }
 
 // EnvInt reads a positive integer knob from the environment.
@@ -69,7 +70,12 @@ func NewLedger(t testing.TB, newStore NewStore) (*fsm.Ledger, fsm.Store) {
 // every checkEvery batches (0: never).
 func Drive(t testing.TB, seed uint64, led *fsm.Ledger, m *Model, n, checkEvery int) {
 	t.Helper()
-	gen := NewGen(seed)
+	DriveGen(t, NewGen(seed), seed, led, m, n, checkEvery)
+}
+
+// DriveGen is Drive with the events of gen (seeded with seed).
+func DriveGen(t testing.TB, gen *Gen, seed uint64, led *fsm.Ledger, m *Model, n, checkEvery int) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 77))
 	index := led.AppliedIndex()
 	for sent, batches := 0, 0; sent < n; batches++ {

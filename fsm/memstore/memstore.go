@@ -54,7 +54,9 @@ type state struct {
 	workers   map[string]*fsm.WorkerState
 	workerIDs []string // sorted
 	marks     map[string]uint64
-	markIDs   []string // tenants with a forward mark, sorted
+	markIDs   []string               // tenants with a forward mark, sorted
+	policies  map[string]*fsm.Policy // by fsm.PolicyStateID(kind, key)
+	policyIDs []string               // sorted
 }
 
 // eventKey is an event's identity: ids are scoped by tenant.
@@ -81,6 +83,7 @@ func newState() *state {
 		workflows: make(map[string]*fsm.WorkflowState),
 		workers:   make(map[string]*fsm.WorkerState),
 		marks:     make(map[string]uint64),
+		policies:  make(map[string]*fsm.Policy),
 	}
 }
 

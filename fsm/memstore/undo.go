@@ -16,6 +16,7 @@ type undo struct {
 	job  *fsm.JobState
 	wf   *fsm.WorkflowState
 	wk   *fsm.WorkerState
+	pol  *fsm.Policy
 }
 
 type undoKind uint8
@@ -29,6 +30,7 @@ const (
 	undoWorkflow                     // key: workflow id; wf: old or nil
 	undoWorker                       // key: worker id; wk: old or nil
 	undoMark                         // key: tenant; u64, had: the old forward mark
+	undoPolicy                       // key: policy state id; pol: old or nil
 )
 
 // log records an undo entry while an Update runs (not during Replace,
@@ -68,6 +70,8 @@ func (s *Store) rollback() {
 			} else {
 				st.workers[u.key] = u.wk
 			}
+		case undoPolicy:
+			st.setPolicy(u.key, u.pol)
 		case undoMark:
 			if !u.had {
 				delete(st.marks, u.key)

@@ -154,6 +154,14 @@ type SubmitJobResponse struct {
 	JobID string `json:"job_id"`
 	WriteResponse
 	Existing bool `json:"existing,omitempty"`
+	// Queued (202): the job was over its quota and asked to queue; it is
+	// PENDING until admitted. QueuedBy names the limit, NextEligibleAt
+	// (RFC 3339) is the first time a rate limit lets it in, empty when
+	// it waits for a slot (max_active).
+	Queued         bool   `json:"queued,omitempty"`
+	Status         string `json:"status,omitempty"`
+	QueuedBy       string `json:"queued_by,omitempty"`
+	NextEligibleAt string `json:"next_eligible_at,omitempty"`
 }
 
 // CancelJobRequest is the body of POST /v1/jobs/{id}/cancel.

@@ -68,6 +68,10 @@ type Config struct {
 	// Registerer receives the strata_transport_faults_* counters. Nil: the
 	// counters are kept but not exported.
 	Registerer prometheus.Registerer
+	// Clock is the physical clock the clock-skew fault (Rules.ClockOffset)
+	// shifts; the node's HLC reads it. Nil: a Clock of the Faults' own,
+	// which nothing reads.
+	Clock *Clock
 }
 
 // withDefaults returns c with every zero field replaced by its default.

@@ -32,6 +32,10 @@
 //   - SetWANLatency(d): d is added to every write to a peer whose region
 //     (Config.RegionOf) differs from Config.LocalRegion.
 //   - Rule changes apply to live connections from their next write on.
+//   - ClockOffset (Rules, bounded by MaxClockOffset either way) shifts the
+//     physical clock the node's HLC reads (Clock): the clock-skew fault. It
+//     touches no connection; the node's timestamps move, and a shift past
+//     the HLC max offset exercises the skew-rejection path on either side.
 //
 // With no delay rule and no WAN latency, a write is passed straight to the
 // underlying connection after one atomic load; see the raftnet benchmarks for

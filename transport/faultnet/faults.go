@@ -61,6 +61,11 @@ type Rules struct {
 	// they had arrived (anti-entropy's test: DESIGN §11). At most
 	// MaxLoseJobs ids.
 	ForwarderLoseJobs []string `json:"forwarder_lose_jobs,omitempty"`
+	// ClockOffset shifts the physical clock this node's HLC reads
+	// (Config.Clock), within ±MaxClockOffset: the clock-skew fault. A
+	// shift beyond the HLC max offset makes peers reject this node's
+	// timestamps (forward) or this node reject theirs (backward).
+	ClockOffset Duration `json:"clock_offset,omitempty"`
 }
 
 // MaxLoseJobs bounds Rules.ForwarderLoseJobs; maxLoseJobBytes bounds one
@@ -113,6 +118,9 @@ func New(cfg Config) (*Faults, error) {
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("faultnet: register metrics: %w", err)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = &Clock{}
 	}
 	f := &Faults{
 		cfg:     cfg,
@@ -216,8 +224,12 @@ func (f *Faults) Rules() Rules {
 		}
 		slices.Sort(out.ForwarderLoseJobs)
 	}
+	out.ClockOffset = Duration(f.cfg.Clock.Offset())
 	return out
 }
+
+// Clock is the physical clock the clock-skew fault shifts.
+func (f *Faults) Clock() *Clock { return f.cfg.Clock }
 
 // Replace swaps the whole rule set for r, as a PUT of /v1/debug/faults does:
 // peers absent from r are healed, newly partitioned peers are cut. r is
@@ -225,6 +237,9 @@ func (f *Faults) Rules() Rules {
 func (f *Faults) Replace(r Rules) error {
 	if err := checkDuration("wan latency", time.Duration(r.WANLatency)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRule, err)
+	}
+	if err := checkClockOffset(time.Duration(r.ClockOffset)); err != nil {
+		return err
 	}
 	if len(r.ForwarderLoseJobs) > MaxLoseJobs {
 		return fmt.Errorf("%w: %d forwarder_lose_jobs, limit %d", ErrInvalidRule, len(r.ForwarderLoseJobs), MaxLoseJobs)
@@ -254,6 +269,7 @@ func (f *Faults) Replace(r Rules) error {
 	}
 	f.mu.Lock()
 	f.rules.Store(newRuleSet(peers, time.Duration(r.WANLatency)))
+	_ = f.cfg.Clock.SetOffset(time.Duration(r.ClockOffset)) // checked above
 	if lose == nil {
 		f.loseJobs.Store(nil)
 	} else {
@@ -271,7 +287,7 @@ func (f *Faults) Replace(r Rules) error {
 	}
 	f.metrics.cutConns.Add(float64(len(cut)))
 	f.log.Info("fault: replace rules", "peers", len(peers), "wan_latency", time.Duration(r.WANLatency), "connections_cut", len(cut),
-		"forwarder_lose_jobs", len(lose))
+		"forwarder_lose_jobs", len(lose), "clock_offset", time.Duration(r.ClockOffset))
 	return nil
 }
 

@@ -168,6 +168,7 @@ func FuzzDecodeRules(f *testing.F) {
 	f.Add([]byte(`{"wan_latency":"40ms","peers":[{"peer":"127.0.0.2","partitioned":true,"delay":"30ms","jitter":"5ms"}]}`))
 	f.Add([]byte(`{"peers":[{"peer":"a","delay":1000}]}`))
 	f.Add([]byte(`{"peers":null}`))
+	f.Add([]byte(`{"peers":[],"clock_offset":"-2.5s"}`))
 	f.Add([]byte(`{"x":1}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -54,7 +54,7 @@ func Global(s *fsm.JobState, nowMs int64) GlobalPlan {
 	done := len(s.Regions) > 0
 	var agg fsm.Aggregate
 	for _, r := range s.Regions {
-		if !r.Accepted {
+		if !r.Accepted && !s.Queued() { // a queued job waits for its JobAdmitted (issue 18)
 			p.Dispatch = append(p.Dispatch, r.Region)
 		}
 		done = done && r.Done
@@ -104,4 +104,12 @@ func addStats(a, b fsm.Stats) fsm.Stats {
 		}
 	}
 	return out
+}
+
+// Admit is the JobAdmitted the global leader proposes for a queued job
+// that quota.Admissions chose. Its id is derived from the job, so two
+// leaders propose one event; a rejected one (the ledger found no room)
+// is not stored, so the same id is proposed again when room frees.
+func Admit(s *fsm.JobState) fsm.Event {
+	return planned(decisionID("admit", s.JobID), fsm.TypeJobAdmitted, s, s.Fence, &fsm.JobAdmitted{Reason: "capacity freed"})
 }
