@@ -130,6 +130,12 @@ func newSDK(sp sdktrace.SpanProcessor, ratio float64, service, node string) *Tra
 	return &Tracer{tp: tp, tracer: tp.Tracer("github.com/strata-ledger/strata"), shutdown: tp.Shutdown}
 }
 
+// sdk reports whether t records spans (not the no-op tracer).
+func (t *Tracer) sdk() bool {
+	_, ok := t.tp.(*sdktrace.TracerProvider)
+	return ok
+}
+
 // Off is the tracer that records nothing.
 func Off() *Tracer {
 	tp := noop.NewTracerProvider()
