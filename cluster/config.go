@@ -21,6 +21,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/replica"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/cluster/walgc"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/gossip"
@@ -161,6 +162,9 @@ type NodeConfig struct {
 	Insecure          bool     `koanf:"insecure"`            // allow non-loopback addresses without TLS
 	AdminAddr         string   `koanf:"admin_addr"`          // pprof listener; empty: off
 
+	// Tracing: OpenTelemetry spans exported over OTLP/HTTP; off unless
+	// tracing.otlp_endpoint is set (cluster/tracing).
+	Tracing tracing.Config `koanf:"tracing"`
 	// Per-token API rate limit of this node (issue 18): a token bucket
 	// per token refilled at APIRateLimit requests per second, holding
 	// APIRateBurst (default: one second's worth). 0: off.
@@ -292,6 +296,9 @@ func (c *NodeConfig) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateGovern()...)
+	if err := c.Tracing.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(c.ClusterToken) < auth.MinTokenLen {
 		bad("cluster_token", "required, at least %d characters, the same on every node", auth.MinTokenLen)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/cluster/regionsync"
 	"github.com/strata-ledger/strata/cluster/replica"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/hlc"
@@ -67,6 +68,9 @@ type NodeOptions struct {
 	// forwarder from running on this node's leadership (tests of the API
 	// alone).
 	DisableReconcilers bool
+	// Tracer records the node's spans; nil: the one cfg.Tracing
+	// describes (tests hand in one with an in-memory exporter).
+	Tracer *tracing.Tracer
 }
 
 // Node is one gate or manager: NodeWAL, Raft group with the ledger as its
@@ -126,6 +130,9 @@ type Node struct {
 	closing  atomic.Bool
 	closeMu  sync.Once
 	closeErr error
+	// ownTracer is the tracer StartNode built (and Close flushes); nil
+	// when NodeOptions brought one.
+	ownTracer *tracing.Tracer
 }
 
 // roleParts is everything a node's role decides, chosen once here: a gate
@@ -173,6 +180,12 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 			n.closeParts()
 		}
 	}()
+	if n.opts.Tracer == nil {
+		if n.ownTracer, err = tracing.New(cfg.Tracing, "strata-"+string(cfg.Role), cfg.NodeID); err != nil {
+			return nil, err
+		}
+		n.opts.Tracer = n.ownTracer
+	}
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := group.BridgeRaftMetrics(n.reg); err != nil {
 		n.log.Warn("raft metrics not exported", "err", err)
@@ -557,6 +570,9 @@ func (n *Node) closeParts() error {
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
 	}
+	if err := n.ownTracer.Close(); err != nil { // a collector that is down costs a log line, not the close
+		n.log.Warn("tracing: spans not flushed", "err", err)
+	}
 	var out []error
 	for _, e := range errs {
 		if e != nil && !errors.Is(e, http.ErrServerClosed) && !errors.Is(e, group.ErrClosed) && !errors.Is(e, members.ErrClosed) {
@@ -613,7 +629,7 @@ func (n *Node) startAPI() error {
 		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, DataPlane: n.dataPlaneAPI(), Live: n.liveAPI(),
 		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
-		TLS: n.apiTLS(), Security: n.securityStatus, Keyring: n.keyringAPI(),
+		TLS: n.apiTLS(), Security: n.securityStatus, Keyring: n.keyringAPI(), Tracer: n.opts.Tracer,
 		RateLimit: httpapi.RateLimit{PerSecond: n.cfg.APIRateLimit, Burst: cmp.Or(n.cfg.APIRateBurst, n.cfg.APIRateLimit)},
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/members"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -57,6 +58,8 @@ type testCluster struct {
 	reconcile bool
 	// scheme is https when the nodes serve TLS (the client trusts their CA).
 	scheme string
+	// tracer, when set, gives each node its tracer (NodeOptions.Tracer).
+	tracer func(id string) *tracing.Tracer
 }
 
 // startTestCluster starts 3 gates (g1..g3, 127.0.<subnet>.1-3) and 3
@@ -77,7 +80,17 @@ func startLifecycleCluster(t testing.TB, subnet int) *testCluster {
 // before it starts.
 func startNodes(t testing.TB, subnet int, reconcile bool, configure ...func(*NodeConfig)) *testCluster {
 	t.Helper()
+	return startNodesWith(t, subnet, reconcile, nil, configure...)
+}
+
+// startNodesWith is startNodes with setup run on the cluster before any
+// node starts (it may set tracer).
+func startNodesWith(t testing.TB, subnet int, reconcile bool, setup func(*testCluster), configure ...func(*NodeConfig)) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t, base: t.TempDir(), nodes: map[string]*Node{}, http: &http.Client{Timeout: nodeTestWait}, reconcile: reconcile}
+	if setup != nil {
+		setup(c)
+	}
 	var seeds []string
 	for i := 1; i <= 6; i++ {
 		seeds = append(seeds, fmt.Sprintf("127.0.%d.%d:7300", subnet, i))
@@ -130,8 +143,12 @@ func (c *testCluster) cfg(id string) NodeConfig {
 
 func (c *testCluster) start(id string) *Node {
 	c.t.Helper()
-	n, err := StartNode(c.cfg(id), NodeOptions{Logger: nodeTestLogger(), LANTimings: members.FastTimings(),
-		WANTimings: members.FastTimings(), RejoinInterval: 500 * time.Millisecond, DisableReconcilers: !c.reconcile})
+	opts := NodeOptions{Logger: nodeTestLogger(), LANTimings: members.FastTimings(),
+		WANTimings: members.FastTimings(), RejoinInterval: 500 * time.Millisecond, DisableReconcilers: !c.reconcile}
+	if c.tracer != nil {
+		opts.Tracer = c.tracer(id)
+	}
+	n, err := StartNode(c.cfg(id), opts)
 	if err != nil {
 		c.t.Fatalf("start %s: %v", id, err)
 	}

@@ -22,7 +22,8 @@ func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
 	return lifecycle.New(lifecycle.Config{
 		LoseForwarded: lose,
 		NodeID:        n.cfg.NodeID, Region: n.cfg.Region, Global: n.role.gate, Group: n.role.group, GlobalGroup: GlobalGroup,
-		Store: n.store, Positions: n.ledger, Submitter: w, Deliverer: w, Leadership: w, Applied: n.applied,
+		Store: n.store, Positions: n.ledger, Submitter: tracedSubmitter(n.opts.Tracer.Proposals(w.Submit, n.cfg.Region, n.jobTraceparent)),
+		Deliverer: w, Leadership: w, Applied: n.applied,
 		Stamper: n.stamper, Now: time.Now, Logger: n.log, Registerer: n.reg,
 		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,
 		Breakers: n.cfg.Breakers.Govern(), RetryDefaults: n.cfg.retryDefaults(),
@@ -55,3 +56,23 @@ func (w lifecycleWiring) Deliver(ctx context.Context, grp string, batch []byte) 
 func (w lifecycleWiring) IsLeader() bool { return w.n.raft.IsLeader() && !w.n.closing.Load() }
 
 func (w lifecycleWiring) Barrier(timeout time.Duration) error { return w.n.raft.Barrier(timeout) }
+
+// tracedSubmitter is a lifecycle.Submitter made of a function.
+type tracedSubmitter func(ctx context.Context, events []fsm.Event) ([]fsm.Result, error)
+
+func (f tracedSubmitter) Submit(ctx context.Context, events []fsm.Event) ([]fsm.Result, error) {
+	return f(ctx, events)
+}
+
+// jobTraceparent is the trace context job was submitted under, as this
+// node's ledger holds it; "" when unknown.
+func (n *Node) jobTraceparent(jobID string) string {
+	var tp string
+	_ = n.store.View(func(tx fsm.ReadTx) error {
+		if js, err := tx.Job(jobID); err == nil && js != nil {
+			tp = js.Spec.Traceparent
+		}
+		return nil
+	})
+	return tp
+}

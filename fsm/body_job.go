@@ -185,6 +185,11 @@ type JobSpec struct {
 	// before which it may not be admitted (a submit rate limit's next
 	// token); 0: any time.
 	EligibleAtMs int64 `json:"eligible_at_ms,omitempty"`
+	// Traceparent is set by the gate only: the W3C trace context the job
+	// was submitted under, so the spans of its dispatch, leases,
+	// execution and completion join the submitter's trace
+	// (cluster/tracing). Not part of an idempotent repeat's comparison.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 func (e *encoder) jobSpec(s *JobSpec) {

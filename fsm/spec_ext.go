@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // The job spec extension (issue 18, governance): the job type, its
@@ -29,6 +30,9 @@ const (
 	MaxRetryBackoff = Duration(24 * 3600 * 1e9)
 	// MaxRetryOn bounds RetryPolicy.RetryOn.
 	MaxRetryOn = 16
+	// MaxTraceparentBytes bounds JobSpec.Traceparent: a W3C traceparent
+	// of version 00 is 55 bytes; later versions may append fields.
+	MaxTraceparentBytes = 128
 )
 
 // specExtTag starts the extension block. It is not a decision type (a
@@ -61,7 +65,7 @@ type RetryPolicy struct {
 // hasExt reports whether s has any field of the extension set.
 func (s *JobSpec) hasExt() bool {
 	return s.Type != "" || s.Priority != 0 || s.Retry != nil || s.ReplayOf != "" ||
-		s.ReplayDigest != nil || s.Admission != "" || s.Held || s.EligibleAtMs != 0
+		s.ReplayDigest != nil || s.Admission != "" || s.Held || s.EligibleAtMs != 0 || s.Traceparent != ""
 }
 
 func admissionCode(a string) uint8 {
@@ -93,6 +97,7 @@ func (e *encoder) specExt(s *JobSpec) {
 	e.u8(admissionCode(s.Admission))
 	e.boolean(s.Held)
 	e.varint(s.EligibleAtMs)
+	e.str("spec.traceparent", s.Traceparent, MaxTraceparentBytes)
 }
 
 func (r *reader) specExt(s *JobSpec) {
@@ -124,6 +129,7 @@ func (r *reader) specExt(s *JobSpec) {
 	}
 	s.Held = r.boolean("spec.held")
 	s.EligibleAtMs = r.varint("spec.eligible_at_ms")
+	s.Traceparent = r.str("spec.traceparent", MaxTraceparentBytes)
 }
 
 // specExtBlock writes the block (tag, then the fields) if s has any
@@ -179,6 +185,9 @@ func (v *validator) specExt(s *JobSpec) {
 	if s.EligibleAtMs < 0 || s.EligibleAtMs != 0 && !s.Held {
 		v.fail("spec.eligible_at_ms", "set only on a held job, at or after 1970")
 	}
+	if strings.Trim(s.Traceparent, "0123456789abcdef-") != "" {
+		v.fail("spec.traceparent", "not a W3C traceparent (lowercase hex and dashes)")
+	}
 }
 
 func (v *validator) retryPolicy(p *RetryPolicy) {
@@ -215,6 +224,8 @@ func (s *JobSpec) GateOnlyField() string {
 		return "held"
 	case s.EligibleAtMs != 0:
 		return "eligible_at_ms"
+	case s.Traceparent != "":
+		return "traceparent"
 	}
 	return ""
 }
@@ -222,6 +233,6 @@ func (s *JobSpec) GateOnlyField() string {
 // ClientSpec returns s without the fields the gate sets (held, replay):
 // what the client asked for, which an idempotent repeat is compared with.
 func (s JobSpec) ClientSpec() JobSpec {
-	s.Held, s.EligibleAtMs, s.ReplayOf, s.ReplayDigest = false, 0, "", nil
+	s.Held, s.EligibleAtMs, s.ReplayOf, s.ReplayDigest, s.Traceparent = false, 0, "", nil, ""
 	return s
 }

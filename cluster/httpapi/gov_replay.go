@@ -7,6 +7,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -45,6 +46,7 @@ func (j *Jobs) Replay(ctx context.Context, p auth.Principal, id string, level co
 		return Submitted{}, err
 	}
 	spec.Held, spec.EligibleAtMs = a.held, a.eligibleAtMs
+	spec.Traceparent = tracing.Traceparent(ctx)
 	jobID, ts, err := j.cfg.JobIDs.Next()
 	if err != nil {
 		return Submitted{}, err

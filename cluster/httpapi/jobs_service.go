@@ -10,10 +10,12 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/wal"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Jobs is a gate's job write service: it turns a client's submit into a
@@ -68,11 +70,18 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 			return out, err
 		}
 	}
+	_, span := j.cfg.Tracer.Start(ctx, tracing.SpanAdmission, attribute.String("strata.tenant", spec.Tenant))
 	adm, err := j.admit(&spec)
+	span.SetAttributes(attribute.Bool("strata.held", adm.held))
+	tracing.Fail(span, err)
+	span.End()
 	if err != nil {
 		return Submitted{}, err
 	}
 	spec.Held, spec.EligibleAtMs = adm.held, adm.eligibleAtMs
+	// The job keeps the submit's trace context: its dispatch, leases,
+	// execution and completion join the caller's trace.
+	spec.Traceparent = tracing.Traceparent(ctx)
 	jobID, ts, err := j.cfg.JobIDs.Next()
 	if err != nil {
 		return Submitted{}, err

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/console"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
 )
@@ -260,6 +261,7 @@ func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		r, span := sv.cfg.Tracer.StartServer(r, routeName)
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -272,6 +274,7 @@ func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 			}
 			sv.metrics.requests.WithLabelValues(routeName, methodLabel(r.Method), strconv.Itoa(sw.status)).Inc()
 			sv.metrics.seconds.WithLabelValues(routeName).Observe(time.Since(start).Seconds())
+			tracing.EndServer(span, sw.status)
 		}()
 		h.ServeHTTP(sw, r)
 	})

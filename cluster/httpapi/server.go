@@ -43,6 +43,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/members"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
@@ -230,6 +231,8 @@ type Config struct {
 	// Keyring runs gossip keyring operations cluster-wide (gates); nil:
 	// not served.
 	Keyring Keyring
+	// Tracer records a server span per request (nil: off).
+	Tracer *tracing.Tracer
 	// RateLimit is the per-token API rate limit (issue 18); zero: off.
 	RateLimit RateLimit
 }

@@ -184,7 +184,9 @@ func (sv *Server) handleLeases(w http.ResponseWriter, r *http.Request, c *call) 
 	v := sv.cfg.Workers.LeaseView(ctx, index)
 	sv.cfg.Workers.Touch(id)
 	sv.setReadHeaders(w)
-	httpx.WriteJSON(w, http.StatusOK, api.LeaseList{Index: v.Index, Leases: leasesOf(v.Leases[id])})
+	leases := leasesOf(v.Leases[id])
+	sv.traceLeases(leases)
+	httpx.WriteJSON(w, http.StatusOK, api.LeaseList{Index: v.Index, Leases: leases})
 }
 
 // parseLeasePoll reads index= (default 0) and wait= (default

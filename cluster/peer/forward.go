@@ -14,6 +14,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/faultnet"
@@ -67,10 +68,10 @@ func newNodeHTTPClient(faults *faultnet.Faults, httpAddr string, tlsr *tlsutil.R
 		return faults.Dial(ctx, addr, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, network, addr) })
 	}
 	if tlsr == nil {
-		return &http.Client{Transport: t, Timeout: CallTimeout}
+		return &http.Client{Transport: tracing.Transport{Next: t}, Timeout: CallTimeout}
 	}
 	t.DialTLSContext = tlsr.DialTLS(t.DialContext)
-	return &http.Client{Transport: httpsOnly{t}, Timeout: CallTimeout}
+	return &http.Client{Transport: tracing.Transport{Next: httpsOnly{t}}, Timeout: CallTimeout}
 }
 
 // httpsOnly sends every request as https.

@@ -14,6 +14,10 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed once the goroutine has exited
+	// endTrace ends the run's execution span (Config.Trace) with its
+	// outcome; outcome is set by the run's goroutine before it exits.
+	endTrace func(outcome string)
+	outcome  string
 }
 
 // stop cancels the run: its goroutine exits as soon as its current wait
@@ -112,7 +116,11 @@ func (r *Runner) applyLocked(fresh bool) {
 // startLocked starts a run of lease.
 func (r *Runner) startLocked(lease api.Lease) {
 	ctx, cancel := context.WithCancel(r.runCtx)
-	rn := &run{key: runKey{lease.Workflow, lease.LeaseFence}, lease: lease, sess: r.sess, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	endTrace := func(string) {}
+	if r.cfg.Trace != nil {
+		ctx, endTrace = r.cfg.Trace(ctx, lease)
+	}
+	rn := &run{key: runKey{lease.Workflow, lease.LeaseFence}, lease: lease, sess: r.sess, ctx: ctx, cancel: cancel, done: make(chan struct{}), endTrace: endTrace}
 	r.runs[rn.key] = rn
 	r.wg.Add(1)
 	r.log.Info("workflow started", "worker", r.id, "workflow", lease.Workflow, "lease_fence", lease.LeaseFence,
@@ -146,6 +154,11 @@ func (r *Runner) end(rn *run, reason string) {
 
 // exited removes a finished run and gives its slot to the leases waiting.
 func (r *Runner) exited(rn *run) {
+	outcome := rn.outcome
+	if outcome == "" {
+		outcome = "stopped"
+	}
+	rn.endTrace(outcome)
 	rn.cancel()
 	r.mu.Lock()
 	delete(r.runs, rn.key)

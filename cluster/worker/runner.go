@@ -64,6 +64,13 @@ type Config struct {
 	// heartbeats' recorded counters stay behind and still) before UDP
 	// gives way to TCP, and TCP to HTTP; default defaultStallWindow.
 	StallWindow time.Duration
+	// Trace, when set, starts the span of one lease's execution (a child
+	// of lease.Traceparent) and returns the context the run's calls use —
+	// carrying the span's traceparent (api.WithTraceparent) — and the
+	// function that ends the span with the run's outcome; nil: no spans.
+	// The worker stays a plain API client: the tracer lives with the
+	// caller (cmd/strata wires cluster/tracing).
+	Trace func(ctx context.Context, lease api.Lease) (context.Context, func(outcome string))
 	// Fault, if set, is fault injection for tests and demonstrations: the
 	// failure message a lease's workflow ends with instead of its load's
 	// verdict ("" lets the load decide). FailFirstAttempts builds one.

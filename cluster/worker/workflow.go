@@ -113,6 +113,7 @@ func (r *Runner) finish(rn *run, completed, failed uint64) {
 		v, why := judge(res, err, rn.key.workflow)
 		switch v {
 		case reportAccepted:
+			rn.outcome = what
 			r.end(rn, "")
 			log.Info("workflow "+what, "completed", completed, "failed", failed, "outcome", why)
 			return

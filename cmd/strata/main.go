@@ -4,11 +4,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/strata-ledger/strata/transport/api"
 )
 
 // Exit codes of every strata command.
@@ -32,7 +34,10 @@ func main() {
 func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.Execute()
+	// $TRACEPARENT (the W3C trace context, as OpenTelemetry's tools pass
+	// it to a child process) joins the calls this command makes to the
+	// caller's trace.
+	err := root.ExecuteContext(api.WithTraceparent(context.Background(), os.Getenv("TRACEPARENT")))
 	if err == nil {
 		return exitOK
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/cluster/worker"
 	"github.com/strata-ledger/strata/transport/api"
 )
@@ -32,7 +33,12 @@ type workerFlags struct {
 	// failFirst, for demonstrations of retries (issue 18): fail the first
 	// N attempts of every workflow.
 	failFirst uint32
+	otlp      string // OTLP/HTTP traces endpoint; empty: no spans
 }
+
+// envOTLPTraces is OpenTelemetry's standard variable for the traces
+// endpoint, the default of --otlp-endpoint.
+const envOTLPTraces = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
 func newWorkerCmd() *cobra.Command {
 	var f workerFlags
@@ -59,6 +65,14 @@ the region at once) and exits 0.`,
 			if err != nil {
 				return err
 			}
+			if f.otlp != "" { // validated by config
+				tr, err := tracing.New(tracing.Config{OTLPEndpoint: f.otlp}, "strata-worker", f.id)
+				if err != nil {
+					return err
+				}
+				defer tr.Close()
+				cfg.Trace = tracing.WorkerTrace(tr)
+			}
 			return runWorker(cmd.Context(), cfg)
 		},
 	}
@@ -70,6 +84,8 @@ the region at once) and exits 0.`,
 	fs.StringVar(&f.id, "id", "", "worker id, e.g. w-use1-1 (default: one the manager chooses)")
 	fs.StringVar(&f.token, "token", "", "bearer token (env "+envToken+"; default: the token of ./"+devClusterFile+")")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.otlp, "otlp-endpoint", os.Getenv(envOTLPTraces),
+		"OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces: each workflow's run is a span of its job's trace (env "+envOTLPTraces+"; default: no tracing)")
 	fs.StringVar(&f.progress, "progress", worker.ProgressUDP,
 		"how progress is sent: udp (the data plane; http when the manager offers none), tcp (the data plane over TCP) or http")
 	fs.Uint32Var(&f.failFirst, "fail-first-attempts", 0,
@@ -108,6 +124,9 @@ func (f *workerFlags) config(logOut io.Writer) (worker.Config, error) {
 	}
 	if _, err := worker.New(cfg); err != nil { // the same checks Run's New makes
 		return worker.Config{}, usageError{err}
+	}
+	if err := (tracing.Config{OTLPEndpoint: f.otlp}).Validate(); err != nil {
+		return worker.Config{}, usageError{fmt.Errorf("--otlp-endpoint: %w", err)}
 	}
 	return cfg, nil
 }

@@ -255,6 +255,9 @@ func (c *Client) attempt(ctx context.Context, base string, r *request, body []by
 	if r.session != "" {
 		req.Header.Set(HeaderSession, r.session)
 	}
+	if tp, _ := ctx.Value(traceparentKey{}).(string); tp != "" {
+		req.Header.Set(HeaderTraceparent, tp)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		// The *url.Error repeats method and URL, which the caller's

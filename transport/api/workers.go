@@ -117,6 +117,9 @@ type Lease struct {
 	// Attempt is the workflow's attempt under its job's retry policy, 1
 	// for its first run (issue 18 §3).
 	Attempt uint32 `json:"attempt,omitempty"`
+	// Traceparent is the trace context the job was submitted under (W3C;
+	// empty: none): a worker's execution span joins that trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // LeaseList is the answer of GET /v1/workers/{id}/leases: every workflow
