@@ -487,8 +487,9 @@ func (p *Pipeline) refuse(o *op, why error) error {
 // waits for admission (MaxAttemptBytes) first.
 func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 	wait := p.cfg.RetryFirst
-	for try := 0; ; try++ {
-		if try > 0 && p.cfg.Applied != nil {
+	var last error // of the previous attempt
+	for {
+		if last != nil && p.cfg.Applied != nil && mayHaveCommitted(last) {
 			if out, ok := p.cfg.Applied(o.batch); ok {
 				p.m.foundApplied.Inc()
 				o.found = true
@@ -502,6 +503,7 @@ func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 		o.epoch = p.epoch.Load()
 		out, err := p.attempt(o.batch)
 		p.admit.release(len(o.batch))
+		last = err
 		if err == nil {
 			return out, nil
 		}
@@ -524,6 +526,19 @@ func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 			t.Stop()
 		}
 	}
+}
+
+// mayHaveCommitted reports whether to ask Applied after a failed attempt:
+// it timed out or lost its answer (a network error), the case of a busy
+// leader. Not after a refusal before proposing (backpressure) nor after a
+// NotLeaderError: without a leader every pending record retries at least
+// every RetryMax, and all at once at each leader change, so a ledger read
+// per retry would load a node that is already struggling (seen in the 1M
+// wal-bound run). A NotLeaderError for leadership lost mid-flight may hide
+// a commit; its retry then commits a duplicate, which apply makes
+// harmless, and reaches the tier once there is a leader.
+func mayHaveCommitted(err error) bool {
+	return !errors.Is(err, group.ErrNotLeader) && !errors.Is(err, group.ErrBackpressure)
 }
 
 // walFailed calls OnFatal (once) if err says the NodeWAL has stopped.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -263,4 +264,29 @@ func TestPipeline_RetryFindsTheBatchAppliedAndCommitsNoDuplicate(t *testing.T) {
 			})
 		})
 	}
+}
+
+// While the group has no leader, attempts fail at once with a
+// NotLeaderError: nothing was proposed, so the retries do not ask Applied
+// (a ledger read per retry of every pending record, for nothing).
+func TestPipeline_NoLeaderRetriesDoNotAskApplied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newScriptedCommitter(noLeader)
+		var asked atomic.Int64
+		p, _, _, closeAll := newTimerPipeline(t, PipelineConfig{Committer: c, RetryFirst: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+			Applied: func([]byte) (group.Proposal, bool) { asked.Add(1); return group.Proposal{}, false }})
+		defer closeAll()
+		done := submitAsync(t, p)
+		for range 10 {
+			nextCall(t, c.calls)
+		}
+		synctest.Wait()
+		c.setDown(false)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := asked.Load(); n != 0 {
+			t.Fatalf("Applied asked %d times after attempts refused for want of a leader", n)
+		}
+	})
 }
