@@ -6,55 +6,63 @@ import (
 	"testing/synctest"
 )
 
-// Attempts are admitted in arrival order within the byte bound; one larger
-// than the bound goes alone; a waiter whose context ends leaves the queue
-// and the ones behind it move up.
-func TestAdmission_FIFOWithinTheBound(t *testing.T) {
+// Attempts are admitted lowest LSN first within the byte bound, whatever
+// their arrival; one larger than the bound goes alone; a waiter whose
+// context ends leaves the queue and the ones behind it move up.
+func TestAdmission_LowestLSNFirstWithinTheBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(100)
 		ctx := t.Context()
-		if err := a.acquire(ctx, 60); err != nil {
+		if err := a.acquire(ctx, 1, 100); err != nil { // full
 			t.Fatal(err)
 		}
-		order := make(chan int, 4)
-		wait := func(id, n int, ctx context.Context) {
-			if err := a.acquire(ctx, n); err == nil {
-				order <- id
+		order := make(chan uint64, 8)
+		wait := func(ctx context.Context, key uint64, n int) {
+			if err := a.acquire(ctx, key, n); err == nil {
+				order <- key
 			} else {
-				order <- -id
+				order <- 1000 + key
 			}
 		}
-		go wait(1, 50, ctx) // does not fit beside 60
+		// They arrive 9, 5, 7, 3; 3 is larger than the bound.
+		go wait(ctx, 9, 50)
 		synctest.Wait()
-		go wait(2, 10, ctx) // fits, but 1 is ahead of it
+		go wait(ctx, 5, 60)
+		synctest.Wait()
+		go wait(ctx, 7, 30)
 		synctest.Wait()
 		cctx, cancel := context.WithCancel(ctx)
-		go wait(3, 500, cctx) // larger than the bound
+		go wait(cctx, 3, 500)
 		synctest.Wait()
 		if len(order) != 0 {
-			t.Fatalf("admitted %d past a waiter ahead of them", len(order))
-		}
-		a.release(60)
-		synctest.Wait()
-		if got := []int{<-order, <-order}; got[0] != 1 || got[1] != 2 {
-			t.Fatalf("admitted %v, want [1 2]", got)
+			t.Fatalf("%d admitted while the bound was taken", len(order))
 		}
 		cancel()
 		synctest.Wait()
-		if got := <-order; got != -3 {
-			t.Fatalf("waiter 3: %d, want its context's end (-3)", got)
+		if got := <-order; got != 1003 {
+			t.Fatalf("got %d, want 1003 (3 gave up)", got)
 		}
-		if used, waiting := a.inFlight(); used != 60 || waiting != 0 {
-			t.Fatalf("in flight %d bytes, %d waiting; want 60 and 0", used, waiting)
+		a.release(100) // 5 (60) then 7 (30) fit; 9 (50) does not
+		synctest.Wait()
+		if got := []uint64{<-order, <-order}; got[0] != 5 || got[1] != 7 {
+			t.Fatalf("admitted %v, want [5 7]: lowest LSN first", got)
 		}
+		if used, waiting := a.inFlight(); used != 90 || waiting != 1 {
+			t.Fatalf("in flight %d bytes, %d waiting; want 90 and 1", used, waiting)
+		}
+		a.release(60)
+		synctest.Wait()
+		if got := <-order; got != 9 {
+			t.Fatalf("admitted %d, want 9", got)
+		}
+		a.release(30)
 		a.release(50)
-		a.release(10)
-		if err := a.acquire(ctx, 500); err != nil { // alone: goes
+		if err := a.acquire(ctx, 2, 500); err != nil { // alone: goes
 			t.Fatal(err)
 		}
 		a.release(500)
-		if used, _ := a.inFlight(); used != 0 {
-			t.Fatalf("%d bytes left in flight", used)
+		if used, waiting := a.inFlight(); used != 0 || waiting != 0 {
+			t.Fatalf("%d bytes in flight, %d waiting at the end", used, waiting)
 		}
 	})
 }

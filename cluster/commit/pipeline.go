@@ -496,7 +496,7 @@ func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 				return out, nil
 			}
 		}
-		if err := p.admit.acquire(p.ctx, len(o.batch)); err != nil {
+		if err := p.admit.acquire(p.ctx, uint64(o.lsn), len(o.batch)); err != nil {
 			return group.Proposal{}, fmt.Errorf("%w: LSN %d not yet at %s", group.ErrClosed, o.lsn, p.cfg.Tier)
 		}
 		changed := p.leaderChange() // before the attempt: a change during it counts
