@@ -88,7 +88,7 @@ type PipelineConfig struct {
 	// is admitted (MaxAttemptBytes).
 	AttemptTimeout time.Duration
 	// MaxAttemptBytes bounds the batch bytes of the attempts in flight at
-	// once; records wait for room in arrival order (admit.go says why). A
+	// once; records wait for room lowest LSN first (admit.go says why). A
 	// batch larger than it goes alone.
 	MaxAttemptBytes int
 	// Applied, if set, is asked before a record's attempt is retried
