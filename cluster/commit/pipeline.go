@@ -56,6 +56,11 @@ const (
 	DefaultWatermarkInterval = 20 * time.Millisecond
 	DefaultProposeRetryFirst = 10 * time.Millisecond
 	DefaultProposeRetryMax   = time.Second
+	// DefaultMaxAttemptBytes is two Raft entries' worth (group.MaxEntryBytes)
+	// of batches in flight: a leader commits that well within
+	// AttemptTimeout even on a loaded machine, and it is 100 MiB/s at a
+	// 20 ms commit latency.
+	DefaultMaxAttemptBytes = 2 << 20
 )
 
 // PipelineConfig configures a Pipeline. Zero fields take the defaults.
@@ -79,8 +84,22 @@ type PipelineConfig struct {
 	// finished above one still pending): beyond it, Submit fails with
 	// ErrBackpressure.
 	MaxWindow int
-	// AttemptTimeout bounds one propose or forward attempt.
+	// AttemptTimeout bounds one propose or forward attempt, from when it
+	// is admitted (MaxAttemptBytes).
 	AttemptTimeout time.Duration
+	// MaxAttemptBytes bounds the batch bytes of the attempts in flight at
+	// once; records wait for room lowest LSN first (admit.go says why). A
+	// batch larger than it goes alone.
+	MaxAttemptBytes int
+	// Applied, if set, is asked before a record's attempt is retried
+	// whether every event of its batch is already in this node's ledger
+	// (a prior attempt was committed though its answer was lost or came
+	// too late): then the record has reached the tier, and the retry
+	// would only commit duplicates. It answers the proposal a retry would
+	// have (duplicate outcomes) with Index an applied index of this
+	// node's ledger at or above the entry that carried the events, and
+	// false whenever it cannot tell.
+	Applied func(batch []byte) (group.Proposal, bool)
 	// WatermarkInterval is the least time between two checkpoint writes
 	// of the tier watermark.
 	WatermarkInterval time.Duration
@@ -123,6 +142,9 @@ func (c *PipelineConfig) Validate() error {
 	if c.AttemptTimeout == 0 {
 		c.AttemptTimeout = DefaultAttemptTimeout
 	}
+	if c.MaxAttemptBytes == 0 {
+		c.MaxAttemptBytes = DefaultMaxAttemptBytes
+	}
 	if c.WatermarkInterval == 0 {
 		c.WatermarkInterval = DefaultWatermarkInterval
 	}
@@ -149,6 +171,8 @@ func (c *PipelineConfig) Validate() error {
 		return errors.New("cluster: pipeline config: WAL and Committer are required")
 	case c.MaxPending < 1 || c.MaxWindow < c.MaxPending:
 		return fmt.Errorf("cluster: pipeline config: MaxPending %d < 1 or MaxWindow %d below it", c.MaxPending, c.MaxWindow)
+	case c.MaxAttemptBytes < 1:
+		return fmt.Errorf("cluster: pipeline config: MaxAttemptBytes %d < 1", c.MaxAttemptBytes)
 	case c.AttemptTimeout <= 0 || c.WatermarkInterval < 0 || c.RetryFirst <= 0 || c.RetryMax < c.RetryFirst:
 		return fmt.Errorf("cluster: pipeline config: AttemptTimeout %s, WatermarkInterval %s, RetryFirst %s, RetryMax %s",
 			c.AttemptTimeout, c.WatermarkInterval, c.RetryFirst, c.RetryMax)
@@ -210,6 +234,7 @@ type Pipeline struct {
 	recovered   atomic.Bool
 
 	slots chan struct{} // one token per record between append and tier
+	admit *admission    // the bytes of attempts in flight
 
 	writes *writeIndex   // climbing and recent records: for WriteStatus
 	scan   chan struct{} // one WriteStatus reading the NodeWAL at a time
@@ -238,6 +263,11 @@ type op struct {
 	ts    hlc.Timestamp // the record's
 	batch []byte
 	epoch uint64 // p.epoch when the last attempt started
+	// found: the tier was reached by an earlier attempt, found applied in
+	// this node's ledger (PipelineConfig.Applied); out.Index is then an
+	// upper bound of the carrying entry's, not an index an attempt of
+	// epoch committed at.
+	found bool
 	out   group.Proposal
 	err   error
 	done  chan struct{} // closed once out or err is set
@@ -278,6 +308,7 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 		recoverFrom: mark + 1,
 		recoverTo:   last,
 		slots:       make(chan struct{}, cfg.MaxPending),
+		admit:       newAdmission(cfg.MaxAttemptBytes),
 		ctx:         ctx,
 		cancel:      cancel,
 		leaderCh:    make(chan struct{}),
@@ -423,9 +454,12 @@ func (p *Pipeline) climb(o *op, fut *wal.Future) {
 		o.finish(group.Proposal{}, err)
 		return
 	}
-	if err == nil {
+	switch {
+	case err == nil && o.found:
+		p.reachedNeeding(o.lsn, need{index: out.Index})
+	case err == nil:
 		p.reachedAt(o.lsn, out.Index, o.epoch)
-	} else {
+	default:
 		p.reached(o.lsn) // refused: needs nothing of the ledger
 	}
 	o.finish(out, err)
@@ -448,14 +482,28 @@ func (p *Pipeline) refuse(o *op, why error) error {
 	return nil
 }
 
-// propose tries until o's batch is committed in the tier, a permanent
-// error, or Close.
+// propose tries until o's batch is committed in the tier (or found
+// applied before a retry), a permanent error, or Close. Each attempt
+// waits for admission (MaxAttemptBytes) first.
 func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 	wait := p.cfg.RetryFirst
+	var last error // of the previous attempt
 	for {
+		if last != nil && p.cfg.Applied != nil && mayHaveCommitted(last) {
+			if out, ok := p.cfg.Applied(o.batch); ok {
+				p.m.foundApplied.Inc()
+				o.found = true
+				return out, nil
+			}
+		}
+		if err := p.admit.acquire(p.ctx, uint64(o.lsn), len(o.batch)); err != nil {
+			return group.Proposal{}, fmt.Errorf("%w: LSN %d not yet at %s", group.ErrClosed, o.lsn, p.cfg.Tier)
+		}
 		changed := p.leaderChange() // before the attempt: a change during it counts
 		o.epoch = p.epoch.Load()
 		out, err := p.attempt(o.batch)
+		p.admit.release(len(o.batch))
+		last = err
 		if err == nil {
 			return out, nil
 		}
@@ -478,6 +526,19 @@ func (p *Pipeline) propose(o *op) (group.Proposal, error) {
 			t.Stop()
 		}
 	}
+}
+
+// mayHaveCommitted reports whether to ask Applied after a failed attempt:
+// it timed out or lost its answer (a network error), the case of a busy
+// leader. Not after a refusal before proposing (backpressure) nor after a
+// NotLeaderError: without a leader every pending record retries at least
+// every RetryMax, and all at once at each leader change, so a ledger read
+// per retry would load a node that is already struggling (seen in the 1M
+// wal-bound run). A NotLeaderError for leadership lost mid-flight may hide
+// a commit; its retry then commits a duplicate, which apply makes
+// harmless, and reaches the tier once there is a leader.
+func mayHaveCommitted(err error) bool {
+	return !errors.Is(err, group.ErrNotLeader) && !errors.Is(err, group.ErrBackpressure)
 }
 
 // walFailed calls OnFatal (once) if err says the NodeWAL has stopped.

@@ -97,7 +97,13 @@ func (sv *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) 
 // chain, or with cfg.Range the sub-chain of the range, found by a first
 // pass over the chain in the same view.
 func (sv *Server) writeBundle(dst io.Writer, cfg bundle.WriterConfig) error {
-	return sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+	return writeExport(sv.cfg.Store, dst, cfg)
+}
+
+// writeExport is writeBundle from st: what an export holds is this and
+// the HTTP response's buffers (export_heap_test.go measures it).
+func writeExport(st Store, dst io.Writer, cfg bundle.WriterConfig) error {
+	return st.View(func(tx fsm.ReadTx) error {
 		after, last := uint64(0), uint64(math.MaxUint64)
 		if cfg.Range != nil {
 			var err error
