@@ -368,6 +368,12 @@ func (l *Ledger) JobDigest(tenant, jobID string) (Hash, error) {
 // Digest returns the whole-ledger digest: SHA-256 over every job's id and
 // state digest, in id order, and the applied index it was taken at.
 func (l *Ledger) Digest() (Hash, uint64, error) {
+	return l.digestAt("digest", LedgerDigest)
+}
+
+// digestAt computes digest in one read view with the applied index it
+// was taken at.
+func (l *Ledger) digestAt(what string, digest func(ReadTx) (Hash, error)) (Hash, uint64, error) {
 	var h Hash
 	var index uint64
 	err := l.store.View(func(tx ReadTx) error {
@@ -375,11 +381,11 @@ func (l *Ledger) Digest() (Hash, uint64, error) {
 		if index, err = tx.AppliedIndex(); err != nil {
 			return err
 		}
-		h, err = LedgerDigest(tx)
+		h, err = digest(tx)
 		return err
 	})
 	if err != nil {
-		return Hash{}, 0, fmt.Errorf("fsm: digest: %w", err)
+		return Hash{}, 0, fmt.Errorf("fsm: %s: %w", what, err)
 	}
 	return h, index, nil
 }
@@ -465,20 +471,7 @@ func (l *Ledger) Policies(kind string) ([]*Policy, error) {
 // the jobs' alone, since regional and global ledgers keep different
 // governance state.
 func (l *Ledger) GovernanceDigest() (Hash, uint64, error) {
-	var h Hash
-	var index uint64
-	err := l.store.View(func(tx ReadTx) error {
-		var err error
-		if index, err = tx.AppliedIndex(); err != nil {
-			return err
-		}
-		h, err = GovernanceDigest(tx)
-		return err
-	})
-	if err != nil {
-		return Hash{}, 0, fmt.Errorf("fsm: governance digest: %w", err)
-	}
-	return h, index, nil
+	return l.digestAt("governance digest", GovernanceDigest)
 }
 
 // GovernanceDigest computes the governance digest of the state tx reads.

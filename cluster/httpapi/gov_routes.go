@@ -170,7 +170,7 @@ func (sv *Server) handlePutFleetQuota(w http.ResponseWriter, r *http.Request, c 
 // every tenant's, a tenant token its own (and the fleet policy).
 func (sv *Server) handleListQuotas(w http.ResponseWriter, _ *http.Request, c *call) {
 	out := api.QuotaList{Policies: []api.QuotaPolicy{}}
-	err := sv.cfg.Ledger.View(func(tx fsm.ReadTx) error {
+	sv.serveView(w, &out, func(tx fsm.ReadTx) error {
 		err := tx.Policies(quota.Kind, func(r *fsm.Policy) error {
 			if !c.p.Allows(auth.ScopeJobsRead, r.Tenant) {
 				return nil
@@ -193,12 +193,6 @@ func (sv *Server) handleListQuotas(w http.ResponseWriter, _ *http.Request, c *ca
 		}
 		return err
 	})
-	if err != nil {
-		httpx.WriteError(w, readError(err))
-		return
-	}
-	sv.setReadHeaders(w)
-	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 // handleQuotaStatus answers a tenant's used / allowed / pending, for the
@@ -217,7 +211,7 @@ func (sv *Server) handleQuotaStatus(w http.ResponseWriter, r *http.Request, c *c
 		return
 	}
 	out := api.QuotaStatus{Tenant: tenant, Limits: []api.QuotaUsage{}}
-	err := sv.cfg.Ledger.View(func(tx fsm.ReadTx) error {
+	sv.serveView(w, &out, func(tx fsm.ReadTx) error {
 		types := []string{""}
 		err := tx.Policies(quota.Kind, func(r *fsm.Policy) error {
 			if t, jt, ok := strings.Cut(r.Key, ":"); ok && t == tenant {
@@ -248,12 +242,6 @@ func (sv *Server) handleQuotaStatus(w http.ResponseWriter, r *http.Request, c *c
 		out.Paused, err = throttle.Paused(tx, tenant, "")
 		return err
 	})
-	if err != nil {
-		httpx.WriteError(w, readError(err))
-		return
-	}
-	sv.setReadHeaders(w)
-	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 // handleThrottle pauses or resumes a tenant, a job type or a tenant's
@@ -311,6 +299,17 @@ func (sv *Server) handleListThrottles(w http.ResponseWriter, _ *http.Request, c 
 	}
 	if out.Throttles == nil {
 		out.Throttles = []api.Throttle{}
+	}
+	sv.setReadHeaders(w)
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// serveView answers 200 with out once fill has filled it from one read
+// view of the ledger, or the read's error.
+func (sv *Server) serveView(w http.ResponseWriter, out any, fill func(fsm.ReadTx) error) {
+	if err := sv.cfg.Ledger.View(fill); err != nil {
+		httpx.WriteError(w, readError(err))
+		return
 	}
 	sv.setReadHeaders(w)
 	httpx.WriteJSON(w, http.StatusOK, out)
