@@ -61,6 +61,12 @@ func newJobSubmitCmd(f *clientFlags) *cobra.Command {
 			if resp.Existing {
 				t.row("existing", "true")
 			}
+			if resp.Queued { // 202: over quota, waiting PENDING for a slot
+				t.row("queued", "true ("+resp.QueuedBy+")")
+				if resp.NextEligibleAt != "" {
+					t.row("next_eligible_at", resp.NextEligibleAt)
+				}
+			}
 			return t.flush()
 		},
 	}

@@ -495,3 +495,21 @@ func TestRun_ExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// A queued submit (202: over quota, waiting PENDING) says so and why.
+func TestJobSubmit_QueuedSaysSo(t *testing.T) {
+	isolate(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeRaw(w, http.StatusAccepted, `{"job_id":"`+testJobID+`","durability":"GLOBAL","hlc":"1700000000000:0:1",`+
+			`"queued":true,"status":"PENDING","queued_by":"max_active","next_eligible_at":"2026-11-25T20:00:00Z"}`)
+	}))
+	t.Cleanup(srv.Close)
+	out, errOut, code := runCLI(t, "", "job", "submit", "--addr", srv.Listener.Addr().String(), "--token", testToken,
+		"--tenant", "acme", "--region", "use1", "--workflow", "name=w")
+	wantCode(t, code, exitOK, errOut)
+	for _, want := range []string{"queued            true (max_active)", "next_eligible_at  2026-11-25T20:00:00Z"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
