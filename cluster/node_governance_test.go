@@ -148,6 +148,9 @@ func TestNode_Governance(t *testing.T) {
 		}
 		g.decode(t, &view)
 		want, _ := c.node("g1").ledger.JobDigest("acme", first)
+		if view.Spec.ReplayReason != "rerun after fix" {
+			t.Fatalf("GET replay: replay_reason %q, want the call's reason", view.Spec.ReplayReason)
+		}
 		if view.ReplayOf != first || view.Spec.Priority < fsm.ReplayPriority || view.Spec.ReplayDigest == nil || *view.Spec.ReplayDigest != want {
 			t.Fatalf("GET replay: replay_of %q priority %d digest %v (want %s)", view.ReplayOf, view.Spec.Priority, view.Spec.ReplayDigest, want)
 		}

@@ -190,6 +190,10 @@ type JobSpec struct {
 	// execution and completion join the submitter's trace
 	// (cluster/tracing). Not part of an idempotent repeat's comparison.
 	Traceparent string `json:"traceparent,omitempty"`
+	// ReplayReason is set by the gate only, on a replay: why the operator
+	// or tenant replayed the job (the replay call's reason), kept with the
+	// link for the auditor who follows the chain of replays.
+	ReplayReason string `json:"replay_reason,omitempty"`
 }
 
 func (e *encoder) jobSpec(s *JobSpec) {

@@ -88,7 +88,8 @@ func TestSpecExt_Golden(t *testing.T) {
 		"00" + // admission: reject
 		"00" + // held: false
 		"00" + // eligible_at_ms: 0
-		"00" // traceparent ""
+		"00" + // traceparent ""
+		"00" // replay_reason ""
 	if got := hex.EncodeToString(b[len(plain):]); got != want || !bytes.Equal(b[:len(plain)], plain) {
 		t.Fatalf("extension block %s, want %s", got, want)
 	}
@@ -99,12 +100,12 @@ func TestSpecExt_Golden(t *testing.T) {
 func TestSpecExt_DecoderRefusesNonCanonicalBlocks(t *testing.T) {
 	plain, _ := fsm.AppendBody(nil, &fsm.JobCreated{Spec: fsmtest.Spec("acme", "use1"), AssignedRegions: []string{"use1"}})
 	for name, tail := range map[string]string{
-		"empty block":     "e5" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
-		"wrong tag":       "e6" + "0172" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
-		"admission 2":     "e5" + "0172" + "00" + "00" + "00" + "00" + "02" + "00" + "00" + "00",
-		"held 2":          "e5" + "0172" + "00" + "00" + "00" + "00" + "00" + "02" + "00" + "00",
-		"trailing bytes":  "e5" + "0172" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
-		"valid (control)": "e5" + "0172" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
+		"empty block":     "e5" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
+		"wrong tag":       "e6" + "0172" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
+		"admission 2":     "e5" + "0172" + "00" + "00" + "00" + "00" + "02" + "00" + "00" + "00" + "00",
+		"held 2":          "e5" + "0172" + "00" + "00" + "00" + "00" + "00" + "02" + "00" + "00" + "00",
+		"trailing bytes":  "e5" + "0172" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
+		"valid (control)": "e5" + "0172" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00" + "00",
 	} {
 		t.Run(name, func(t *testing.T) {
 			x, _ := hex.DecodeString(tail)
@@ -136,6 +137,7 @@ func TestSpecExt_Validation(t *testing.T) {
 		{"priority below", func(s *fsm.JobSpec) { s.Priority = fsm.MinPriority - 1 }, "spec.priority"},
 		{"type not a name", func(s *fsm.JobSpec) { s.Type = "a b" }, "spec.type"},
 		{"traceparent not hex", func(s *fsm.JobSpec) { s.Traceparent = "00-XYZ" }, "spec.traceparent"},
+		{"replay reason without replay_of", func(s *fsm.JobSpec) { s.ReplayReason = "why" }, "spec.replay_reason"},
 		{"type too long", func(s *fsm.JobSpec) { s.Type = string(bytes.Repeat([]byte("t"), 65)) }, "spec.type"},
 		{"retry zero attempts", func(s *fsm.JobSpec) { s.Retry = &fsm.RetryPolicy{} }, "spec.retry.max_attempts"},
 		{"retry too many attempts", func(s *fsm.JobSpec) { s.Retry = &fsm.RetryPolicy{MaxAttempts: 101} }, "spec.retry.max_attempts"},

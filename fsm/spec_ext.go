@@ -65,7 +65,7 @@ type RetryPolicy struct {
 // hasExt reports whether s has any field of the extension set.
 func (s *JobSpec) hasExt() bool {
 	return s.Type != "" || s.Priority != 0 || s.Retry != nil || s.ReplayOf != "" ||
-		s.ReplayDigest != nil || s.Admission != "" || s.Held || s.EligibleAtMs != 0 || s.Traceparent != ""
+		s.ReplayDigest != nil || s.Admission != "" || s.Held || s.EligibleAtMs != 0 || s.Traceparent != "" || s.ReplayReason != ""
 }
 
 func admissionCode(a string) uint8 {
@@ -98,6 +98,7 @@ func (e *encoder) specExt(s *JobSpec) {
 	e.boolean(s.Held)
 	e.varint(s.EligibleAtMs)
 	e.str("spec.traceparent", s.Traceparent, MaxTraceparentBytes)
+	e.str("spec.replay_reason", s.ReplayReason, MaxTextBytes)
 }
 
 func (r *reader) specExt(s *JobSpec) {
@@ -130,6 +131,7 @@ func (r *reader) specExt(s *JobSpec) {
 	s.Held = r.boolean("spec.held")
 	s.EligibleAtMs = r.varint("spec.eligible_at_ms")
 	s.Traceparent = r.str("spec.traceparent", MaxTraceparentBytes)
+	s.ReplayReason = r.str("spec.replay_reason", MaxTextBytes)
 }
 
 // specExtBlock writes the block (tag, then the fields) if s has any
@@ -179,6 +181,12 @@ func (v *validator) specExt(s *JobSpec) {
 	if s.ReplayDigest != nil && s.ReplayOf == "" {
 		v.fail("spec.replay_digest", "set without replay_of")
 	}
+	if s.ReplayReason != "" {
+		v.text("spec.replay_reason", s.ReplayReason, MaxTextBytes)
+		if s.ReplayOf == "" {
+			v.fail("spec.replay_reason", "set without replay_of")
+		}
+	}
 	if s.Admission != AdmissionReject && s.Admission != AdmissionQueue {
 		v.fail("spec.admission", fmt.Sprintf("%q is not \"\" or %q", s.Admission, AdmissionQueue))
 	}
@@ -226,6 +234,8 @@ func (s *JobSpec) GateOnlyField() string {
 		return "eligible_at_ms"
 	case s.Traceparent != "":
 		return "traceparent"
+	case s.ReplayReason != "":
+		return "replay_reason"
 	}
 	return ""
 }
@@ -233,6 +243,6 @@ func (s *JobSpec) GateOnlyField() string {
 // ClientSpec returns s without the fields the gate sets (held, replay):
 // what the client asked for, which an idempotent repeat is compared with.
 func (s JobSpec) ClientSpec() JobSpec {
-	s.Held, s.EligibleAtMs, s.ReplayOf, s.ReplayDigest, s.Traceparent = false, 0, "", nil, ""
+	s.Held, s.EligibleAtMs, s.ReplayOf, s.ReplayDigest, s.Traceparent, s.ReplayReason = false, 0, "", nil, "", ""
 	return s
 }

@@ -20,8 +20,9 @@ import (
 // submit, asking to queue: over quota it waits, held, instead of being
 // refused.
 
-// Replay replays job id for p.
-func (j *Jobs) Replay(ctx context.Context, p auth.Principal, id string, level commit.Durability) (Submitted, error) {
+// Replay replays job id for p; reason (bounded by the caller) is kept
+// with the link.
+func (j *Jobs) Replay(ctx context.Context, p auth.Principal, id, reason string, level commit.Durability) (Submitted, error) {
 	orig, err := j.job(p, id)
 	if err != nil {
 		return Submitted{}, err
@@ -35,7 +36,7 @@ func (j *Jobs) Replay(ctx context.Context, p auth.Principal, id string, level co
 	}
 	spec := orig.Spec.ClientSpec()
 	spec.IdempotencyKey = "" // a replay is a new job; the original's key stays the original's
-	spec.ReplayOf, spec.ReplayDigest = id, &digest
+	spec.ReplayOf, spec.ReplayDigest, spec.ReplayReason = id, &digest, reason
 	spec.Priority = max(spec.Priority, fsm.ReplayPriority)
 	spec.Admission = fsm.AdmissionQueue
 	if err := spec.CheckSubmit(); err != nil {
@@ -77,8 +78,8 @@ func (sv *Server) handleReplayJob(w http.ResponseWriter, r *http.Request, c *cal
 		httpx.WriteError(w, err)
 		return
 	}
+	var req api.ReplayRequest
 	if len(c.body) > 0 {
-		var req api.ReplayRequest
 		if err := httpx.DecodeBytes(c.body, &req); err != nil {
 			httpx.WriteError(w, err)
 			return
@@ -92,7 +93,7 @@ func (sv *Server) handleReplayJob(w http.ResponseWriter, r *http.Request, c *cal
 			sv.log.Info("job replay", "job", id, "reason", req.Reason, "token", c.p.Name)
 		}
 	}
-	out, err := sv.jobs.Replay(r.Context(), c.p, id, level)
+	out, err := sv.jobs.Replay(r.Context(), c.p, id, req.Reason, level)
 	if err != nil {
 		writeError(w, err)
 		return

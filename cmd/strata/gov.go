@@ -257,7 +257,7 @@ func newJobReplayCmd(f *clientFlags) *cobra.Command {
 			return t.flush()
 		},
 	}
-	cmd.Flags().StringVar(&req.Reason, "reason", "", "why the job is replayed (logged)")
+	cmd.Flags().StringVar(&req.Reason, "reason", "", "why the job is replayed (kept with the link, spec.replay_reason)")
 	return cmd
 }
 
