@@ -117,8 +117,7 @@ func TestTLS_ClusterServesAndRefusesStrangers(t *testing.T) {
 		}
 	})
 	t.Run("InternalCallNeedsAClientCertificate", func(t *testing.T) {
-		body, _ := json.Marshal(keyringCall{KeyringRequest: api.KeyringRequest{Op: api.KeyringList}})
-		r := c.call("g2", "POST", KeyringPath, testClusterToken, body)
+		r := c.call("g2", "POST", KeyringPath, testClusterToken, []byte(`{"op":"`+api.KeyringList+`"}`))
 		if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "client certificate") {
 			t.Fatalf("internal call with the token, without a certificate: %d %s", r.status, r.body)
 		}

@@ -197,7 +197,7 @@ func (r internalRoutes) Routes() map[string]http.HandlerFunc {
 	routes[replica.CheckpointsPath] = r.n.replica.Handler
 	routes[SnapshotPath] = r.n.handleSnapshot
 	routes[aestatus.NodePath] = r.n.ae.NodeHandler
-	routes[KeyringPath] = r.n.handleKeyringCall
+	routes[KeyringPath] = r.n.keyringService().ServeHTTP
 	if r.n.regionViews != nil {
 		a := &regionsync.Answerer{Regions: r.n.regionViews, View: r.n.ledger.View, ClusterToken: r.n.cfg.ClusterToken,
 			Deliver: func(ctx context.Context, region string, batch []byte) error {

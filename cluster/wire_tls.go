@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/strata-ledger/strata/cluster/keyring"
 	"github.com/strata-ledger/strata/transport/api"
 	"github.com/strata-ledger/strata/transport/tlsutil"
 )
@@ -23,7 +24,9 @@ type security struct {
 	tls         *tlsutil.Reloader   // nil: TLS off
 	keyring     *memberlist.Keyring // nil: gossip in clear
 	keyringFile string
-	keyMu       sync.Mutex // serialises keyring changes and their file
+	// keyringSvc runs keyring operations (cluster/keyring); built once.
+	keyringOnce sync.Once
+	keyringSvc  *keyring.Service
 	admin       *http.Server
 	adminAddr   net.Addr
 }
