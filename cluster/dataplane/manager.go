@@ -107,6 +107,10 @@ type Manager struct {
 	stageBuf []byte
 	held     []wal.LSN // staged records pending's next commit covers
 	unstage  progress.StageDecoder
+	// restage: what the last stage failed to write; stageFailing keeps
+	// a failing NodeWAL from logging every tick.
+	restage      restage
+	stageFailing bool
 	// recovered: staged records Recover handed back; refolded counts them.
 	recovered stagedRecords
 	refolded  prometheus.Counter
