@@ -88,6 +88,9 @@ type Node struct {
 	store   *boltstore.Store
 	ledger  *fsm.Ledger
 	applied *group.AppliedIndex
+	// commits counts the store's commits: the lifecycle loops wake on it
+	// and read the last commit (issue 19, group.CommittedObserver).
+	commits *group.AppliedIndex
 	faults  *faultnet.Faults
 
 	// physical is the wall clock the HLC reads, shifted by the
@@ -283,6 +286,7 @@ func (n *Node) openClockAndLedger() error {
 		CommitInterval: boltstore.NodeCommitInterval, Logger: n.log}); err != nil {
 		return fmt.Errorf("ledger store: %w", err)
 	}
+	n.reg.MustRegister(newStoreCommits(n.store))
 	if why := n.store.Rebuilt(); why != "" {
 		n.log.Warn("ledger store rebuilt from raft", "reason", why)
 	}
@@ -297,6 +301,7 @@ func (n *Node) openClockAndLedger() error {
 		return err
 	}
 	n.applied = group.NewAppliedIndex(n.ledger.AppliedIndex())
+	n.commits = group.NewAppliedIndex(0)
 	if n.life, err = n.newLifecycle(); err != nil {
 		return err
 	}
@@ -335,8 +340,12 @@ func (n *Node) openRaft() error {
 	if n.usesFaults() {
 		stream = raftnet.WithFaults(layer, n.faults)
 	}
+	// The lifecycle learns of an entry once the store committed it: its
+	// loops read the last commit (wire_lifecycle.go).
+	committed := group.NewCommittedObserver(n.life, n.store, n.commits)
+	n.store.SetOnCommit(committed.Committed)
 	lf, err := group.NewFSM(group.FSMConfig{Ledger: n.ledger, Logger: n.log, Registerer: n.reg, OnFatal: n.onFatal,
-		OnApplied: n.applied.Set, Observer: n.life})
+		OnApplied: n.applied.Set, Observer: committed})
 	if err != nil {
 		layer.Close()
 		return err

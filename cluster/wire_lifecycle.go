@@ -10,7 +10,10 @@ import (
 )
 
 // newLifecycle builds the node's job-lifecycle runtime (cluster/lifecycle)
-// from the parts openClockAndLedger opened. Raft and the pipeline open
+// from the parts openClockAndLedger opened. Its loops read the store's
+// last commit and wake on commits (n.commits), and learn of entries once
+// committed (openRaft's group.CommittedObserver): on a region's leader
+// their reads had committed the store after nearly every entry. Raft and the pipeline open
 // after it (the FSM feeds its dirty set), so the adapters below read them
 // at call time; Run starts only once StartNode opened everything.
 func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
@@ -22,8 +25,9 @@ func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
 	return lifecycle.New(lifecycle.Config{
 		LoseForwarded: lose,
 		NodeID:        n.cfg.NodeID, Region: n.cfg.Region, Global: n.role.gate, Group: n.role.group, GlobalGroup: GlobalGroup,
-		Store: n.store, Positions: n.ledger, Submitter: tracedSubmitter(n.opts.Tracer.Proposals(w.Submit, n.cfg.Region, n.jobTraceparent)),
-		Deliverer: w, Leadership: w, Applied: n.applied,
+		Store: n.store, CommittedView: n.store.ViewCommitted, Positions: n.ledger,
+		Submitter: tracedSubmitter(n.opts.Tracer.Proposals(w.Submit, n.cfg.Region, n.jobTraceparent)),
+		Deliverer: w, Leadership: w, Applied: n.commits,
 		Stamper: n.stamper, Now: time.Now, Logger: n.log, Registerer: n.reg,
 		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,
 		Breakers: n.cfg.Breakers.Govern(), RetryDefaults: n.cfg.retryDefaults(),

@@ -207,7 +207,7 @@ func (f *forwarder) fill() error {
 	errFull := errors.New("queue full")
 	region := f.l.cfg.Region
 	var lag uint64
-	err := f.l.cfg.Store.View(func(tx fsm.ReadTx) error {
+	err := f.l.reads.View(func(tx fsm.ReadTx) error {
 		return tx.ChainHeads(func(tenant string, head fsm.ChainHead) error {
 			if tenant == "" {
 				return nil

@@ -67,7 +67,7 @@ type redelivery struct {
 }
 
 func newGlobalReconciler(l *Lifecycle) *globalReconciler {
-	return &globalReconciler{store: l.cfg.Store, dirty: l.dirty, retry: map[string]map[string]*redelivery{},
+	return &globalReconciler{store: l.reads, dirty: l.dirty, retry: map[string]map[string]*redelivery{},
 		pending: map[string]bool{}, held: map[string]map[string]bool{}, due: newDueSet(), inflight: map[string]bool{},
 		queued: map[string]bool{}}
 }

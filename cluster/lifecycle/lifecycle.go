@@ -94,8 +94,18 @@ type Config struct {
 	// must find and repair the loss.
 	LoseForwarded func(*fsm.Event) bool
 
-	Store      Store
-	Positions  Positions // managers only
+	Store Store
+	// CommittedView, if set, reads the store's last commit without
+	// committing what is pending (boltstore.ViewCommitted): the
+	// reconcilers and the forwarder read through it, except the first
+	// read after a pass proposed something (that one is Store.View, so a
+	// pass always sees its own proposals). Applied must then broadcast
+	// commits, not applies, and the FSM's observer must hand this
+	// Lifecycle an entry only once it is committed
+	// (group.CommittedObserver), or a pass could take a job id from its
+	// dirty set before the state it reads holds the change.
+	CommittedView func(fn func(fsm.ReadTx) error) error
+	Positions     Positions // managers only
 	Submitter  Submitter
 	Deliverer  Deliverer
 	Leadership Leadership
@@ -192,6 +202,8 @@ type Lifecycle struct {
 	fwdM  *forwarderMetrics         // managers only
 	govM  *govMetrics               // managers only
 	fwd   atomic.Pointer[forwarder] // managers: this term's forwarder
+	// reads is what the reconcilers and the forwarder read (readView).
+	reads *readView
 }
 
 // New returns a Lifecycle for cfg; nothing runs until Run.
@@ -199,7 +211,8 @@ func New(cfg Config) (*Lifecycle, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Lifecycle{cfg: cfg, log: cfg.Logger, dirty: newDirtySet(dirtyLimit), live: newLiveness(cfg.Now), views: newViewBoard()}
+	l := &Lifecycle{cfg: cfg, log: cfg.Logger, dirty: newDirtySet(dirtyLimit), live: newLiveness(cfg.Now), views: newViewBoard(),
+		reads: &readView{store: cfg.Store, committed: cfg.CommittedView}}
 	if !cfg.Global {
 		l.fwdM = newForwarderMetrics(cfg.Registerer)
 		l.govM = newGovMetrics(cfg.Registerer)

@@ -71,7 +71,7 @@ type regionReconciler struct {
 }
 
 func newRegionReconciler(l *Lifecycle) *regionReconciler {
-	return &regionReconciler{store: l.cfg.Store, region: l.cfg.Region, window: l.cfg.WorkerAckWindow, dirty: l.dirty,
+	return &regionReconciler{store: l.reads, region: l.cfg.Region, window: l.cfg.WorkerAckWindow, dirty: l.dirty,
 		heard: l.live, lastProgress: map[string]int64{}, active: map[string]map[string]*fsm.WorkflowState{},
 		waiting: map[string]bool{}, pending: map[string]bool{}, due: newDueSet(), live: map[string]bool{},
 		gov: newRegionGov(l), jobType: map[string]string{}}

@@ -84,6 +84,7 @@ func (l *Lifecycle) lead(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	l.reads.proposed() // the barrier applied the term's backlog: read it all
 	l.log.Info("leading: reconcilers started", "group", l.cfg.Group)
 	defer l.log.Info("reconcilers stopped", "group", l.cfg.Group)
 	if l.cfg.Global {
@@ -189,6 +190,7 @@ func (l *Lifecycle) proposeAll(ctx context.Context, events []fsm.Event) error {
 	}
 	for i, c := range chunks {
 		res, err := l.cfg.Submitter.Submit(ctx, c)
+		l.reads.proposed() // applied here (or maybe later, if err): the next read sees it
 		if err != nil {
 			return fmt.Errorf("propose chunk %d of %d (%d events): %w", i+1, len(chunks), len(c), err)
 		}

@@ -154,6 +154,9 @@ func (s *Store) commitGroup(cause int) error {
 	}
 	g.commits[cause].Add(1)
 	g.total.Add(uint64(n))
+	if s.onCommit != nil {
+		s.onCommit()
+	}
 	return nil
 }
 

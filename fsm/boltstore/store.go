@@ -42,6 +42,9 @@ type Store struct {
 	wtx     tx // Update's, reused
 	cache   *jobCache
 	group   group // group commit's open transaction (group.go)
+	// onCommit is called after each group commit (SetOnCommit); guarded
+	// by writeMu.
+	onCommit func()
 
 	// mu: RLock while a transaction runs on db; Lock to swap or close it.
 	mu      sync.RWMutex
@@ -337,6 +340,11 @@ func (s *Store) View(fn func(fsm.ReadTx) error) error {
 	if s.db == nil {
 		return ErrClosed
 	}
+	return s.view(fn)
+}
+
+// view runs fn in a read transaction of the file; s.mu is held.
+func (s *Store) view(fn func(fsm.ReadTx) error) error {
 	return s.db.View(func(btx *bolt.Tx) error {
 		t := &tx{}
 		if err := t.bind(btx); err != nil {
