@@ -106,10 +106,10 @@ type Config struct {
 	// dirty set before the state it reads holds the change.
 	CommittedView func(fn func(fsm.ReadTx) error) error
 	Positions     Positions // managers only
-	Submitter  Submitter
-	Deliverer  Deliverer
-	Leadership Leadership
-	Applied    Applied
+	Submitter     Submitter
+	Deliverer     Deliverer
+	Leadership    Leadership
+	Applied       Applied
 	// Stamper stamps planned events (commit.Stamper, the node's one
 	// stamper) and gives the global reconciler its HLC wall time.
 	Stamper Stamper
