@@ -294,7 +294,11 @@ func (n *Node) openClockAndLedger() error {
 	if err != nil {
 		return err
 	}
-	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate)}); err != nil {
+	lc := fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate)}
+	if n.role.gate { // job latency and failures (lifecycle/jobmetrics.go); n.life is set before Raft applies
+		lc.Ended = func(e fsm.JobEnd) { n.life.JobEnded(e) }
+	}
+	if n.ledger, err = fsm.New(lc); err != nil {
 		return err
 	}
 	if err = n.buildTree(); err != nil {

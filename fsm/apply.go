@@ -27,6 +27,10 @@ type applier struct {
 	changed []StateKey
 	// admission is Config.Admission.
 	admission func(tx ReadTx, job *JobState) error
+	// ended collects the batch's job ends for Config.Ended (only when it
+	// is set), told once the batch committed.
+	ended    []JobEnd
+	endedSet bool
 }
 
 // jobWork is a job touched by the batch: its state as stored until the
@@ -59,6 +63,8 @@ func (a *applier) begin(tx Tx) {
 	a.headList = a.headList[:0]
 	clear(a.changed)
 	a.changed = a.changed[:0]
+	clear(a.ended)
+	a.ended = a.ended[:0]
 }
 
 // end drops the batch's references so stored values can be collected.
@@ -255,7 +261,13 @@ func (a *applier) applyJob(e *Event) (Result, error) {
 			return Result{}, err
 		}
 	}
+	from := w.f.s.Status
 	effect := w.f.fold(e)
+	if a.endedSet {
+		if end, ok := jobEnd(from, w.f.s, e); ok {
+			a.ended = append(a.ended, end)
+		}
+	}
 	if effect != nil {
 		return Result{Outcome: OutcomeAbsorbed, Err: effect}, nil
 	}

@@ -74,6 +74,11 @@ type Config struct {
 	// function of what tx reads): every replica calls it at the same
 	// point of the same state.
 	Admission func(tx ReadTx, job *JobState) error
+	// Ended, if set, hears of every job a batch ended (JobEnd), in apply
+	// order, after the batch committed (a failed batch ends nothing). The
+	// Ledger calls it from Apply with its apply lock held: it must be
+	// quick (a node counts with it) and must not call the Ledger.
+	Ended func(JobEnd)
 }
 
 // Validate fills defaults and checks c.
@@ -103,6 +108,7 @@ type Ledger struct {
 	store   Store
 	maxScan int
 	obs     Observer
+	ended   func(JobEnd)
 
 	applyMu sync.Mutex // serializes Apply and Restore
 	ap      applier    // scratch of Apply, guarded by applyMu
@@ -115,9 +121,10 @@ func New(cfg Config) (*Ledger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Ledger{store: cfg.Store, maxScan: cfg.MaxListScan, obs: cfg.Observer}
+	l := &Ledger{store: cfg.Store, maxScan: cfg.MaxListScan, obs: cfg.Observer, ended: cfg.Ended}
 	l.ap.init()
 	l.ap.admission = cfg.Admission
+	l.ap.endedSet = cfg.Ended != nil
 	var applied uint64
 	err := cfg.Store.View(func(tx ReadTx) error {
 		var err error
@@ -186,6 +193,9 @@ func (l *Ledger) applyLocked(index uint64, batch []Event, bodies [][]byte) ([]Re
 	l.applied.Store(index)
 	if l.obs != nil {
 		l.obs.Applied(index, a.changed, l.store.View)
+	}
+	for _, end := range a.ended {
+		l.ended(end)
 	}
 	return results, nil
 }

@@ -249,6 +249,7 @@ type Server struct {
 	metrics  *httpMetrics
 	rate     *rateLimiter // per-token API rate limit and throttling metrics
 	bundles  *bundleMetrics
+	workerM  *workerMetrics // heartbeats' lease extensions, reported failures (worker_metrics.go)
 	srv      *http.Server
 
 	ctx    context.Context // ends at Close or Shutdown: watch streams
@@ -272,6 +273,7 @@ func New(cfg Config) (*Server, error) {
 		metrics: newHTTPMetrics(cfg.Registry), bundles: newBundleMetrics(cfg.Registry)}
 	sv.jobs = &Jobs{cfg: &sv.cfg, idem: newIdempotencyCache(idempotencyCacheEntries), gov: newGovernor()}
 	sv.rate = newRateLimiter(cfg.RateLimit, cfg.Registry)
+	sv.workerM = newWorkerMetrics(cfg.Registry, cfg.Role != RoleGate)
 	if cfg.Role == RoleGate {
 		cfg.Registry.MustRegister(newQuotaCollector(cfg.Ledger)) // quota usage per tenant (gov_metrics.go)
 	}

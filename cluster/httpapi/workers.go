@@ -118,6 +118,7 @@ func (sv *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, c *cal
 		httpx.WriteError(w, err)
 		return
 	}
+	sv.workerM.extensions.Add(float64(heldLeases(id, req.Running, wfs)))
 	httpx.WriteJSON(w, http.StatusOK, api.HeartbeatResponse{Stop: stopList(id, req.Running, wfs), Recorded: recordedList(id, req.Running, wfs),
 		Backpressure: backpressureLevel(sv.cfg.Writer.QueueFill(), sv.dataPlaneFill()), AckWindow: fsm.Duration(sv.cfg.WorkerAckWindow)})
 }

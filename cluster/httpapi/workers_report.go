@@ -233,6 +233,7 @@ func (sv *Server) submitReports(w http.ResponseWriter, r *http.Request, worker s
 		}
 		results[i].Outcome = rs.Outcome.String()
 	}
+	sv.workerM.countFailures(reps, results)
 	out.Results = knownResults(results)
 	out.WriteResponse = sv.writeResponse(w, res, events[len(events)-1].HLC)
 	httpx.WriteJSON(w, http.StatusOK, out)

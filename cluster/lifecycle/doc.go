@@ -51,9 +51,15 @@
 // FAILED workflow its job's retry policy (or its type's default,
 // Config.RetryDefaults) retries.
 //
+// Job metrics (issue 18 §4, jobmetrics.go): the term that leads counts
+// what its group applies — on a gate each job's end (JobEnded, which the
+// node wires as the ledger's fsm.Config.Ended: latency by outcome,
+// failures by cause), on a manager each lease taken back (Entry) — so
+// a job counts once per cluster, not once per replica.
+//
 // Concurrency: every exported method of Lifecycle is safe for concurrent
-// use (the FSM's Entry and Restored, the HTTP handlers' Touch, Forget,
-// LeaseView, ForwarderStatus). Run is called once; the reconcilers'
+// use (the FSM's Entry, Restored and JobEnded, the HTTP handlers' Touch,
+// Forget, LeaseView, ForwarderStatus). Run is called once; the reconcilers'
 // indexes are owned by the pass goroutine of the term, which alone calls
 // their steps.
 //

@@ -201,6 +201,7 @@ type Lifecycle struct {
 	views *viewBoard
 	fwdM  *forwarderMetrics         // managers only
 	govM  *govMetrics               // managers only
+	jobM  *jobMetrics               // job and lease metrics (jobmetrics.go)
 	fwd   atomic.Pointer[forwarder] // managers: this term's forwarder
 	// reads is what the reconcilers and the forwarder read (readView).
 	reads *readView
@@ -212,7 +213,8 @@ func New(cfg Config) (*Lifecycle, error) {
 		return nil, err
 	}
 	l := &Lifecycle{cfg: cfg, log: cfg.Logger, dirty: newDirtySet(dirtyLimit), live: newLiveness(cfg.Now), views: newViewBoard(),
-		reads: &readView{store: cfg.Store, committed: cfg.CommittedView}}
+		reads: &readView{store: cfg.Store, committed: cfg.CommittedView},
+		jobM:  newJobMetrics(cfg.Registerer, cfg.Global)}
 	if !cfg.Global {
 		l.fwdM = newForwarderMetrics(cfg.Registerer)
 		l.govM = newGovMetrics(cfg.Registerer)
@@ -221,8 +223,14 @@ func New(cfg Config) (*Lifecycle, error) {
 }
 
 // Entry implements group.ApplyObserver: it records what an applied entry
-// changed for the next pass.
-func (l *Lifecycle) Entry(results [][]fsm.Result) { l.dirty.Entry(results) }
+// changed for the next pass, and on the leading manager counts the leases
+// it took back (jobmetrics.go).
+func (l *Lifecycle) Entry(results [][]fsm.Result) {
+	l.dirty.Entry(results)
+	if !l.cfg.Global && l.counting() {
+		l.jobM.entry(results)
+	}
+}
 
 // Restored implements group.ApplyObserver: a snapshot replaced the state,
 // the next pass scans every job.

@@ -84,7 +84,8 @@ func (l *Lifecycle) lead(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	l.reads.proposed() // the barrier applied the term's backlog: read it all
+	l.reads.proposed()         // the barrier applied the term's backlog: read it all
+	l.jobM.leading.Store(true) // the term counts what its group applies from here on (jobmetrics.go)
 	l.log.Info("leading: reconcilers started", "group", l.cfg.Group)
 	defer l.log.Info("reconcilers stopped", "group", l.cfg.Group)
 	if l.cfg.Global {
@@ -104,9 +105,10 @@ func (l *Lifecycle) lead(ctx context.Context) {
 
 // endTerm clears what a term's leadership publishes: the lease view
 // (else a node leading again would answer lease polls from its previous
-// term's view until its first pass) and the forwarder whose status
-// GET /v1/cluster/raft shows.
+// term's view until its first pass), the forwarder whose status
+// GET /v1/cluster/raft shows, and the job metrics' counting.
 func (l *Lifecycle) endTerm() {
+	l.jobM.leading.Store(false)
 	l.fwd.Store(nil)
 	l.views.publish(&View{})
 }
