@@ -74,6 +74,14 @@ type Config struct {
 	// function of what tx reads): every replica calls it at the same
 	// point of the same state.
 	Admission func(tx ReadTx, job *JobState) error
+	// Meter, if set, decides at the apply of every new JobCreated what
+	// the job takes from its rate meters and whether it must wait
+	// (fsm/meter.go): the ledger stores the meters it returns and, for a
+	// hold, makes the job queued (Spec.Held) until HoldUntilMs. It reads
+	// the state through tx (the batch's earlier meters included) and
+	// must be deterministic, like Admission; an error is a store failure
+	// (the batch fails).
+	Meter MeterHook
 }
 
 // Validate fills defaults and checks c.
@@ -118,6 +126,7 @@ func New(cfg Config) (*Ledger, error) {
 	l := &Ledger{store: cfg.Store, maxScan: cfg.MaxListScan, obs: cfg.Observer}
 	l.ap.init()
 	l.ap.admission = cfg.Admission
+	l.ap.meter = cfg.Meter
 	var applied uint64
 	err := cfg.Store.View(func(tx ReadTx) error {
 		var err error
