@@ -290,7 +290,7 @@ func (n *Node) openClockAndLedger() error {
 	if err != nil {
 		return err
 	}
-	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate)}); err != nil {
+	if n.ledger, err = fsm.New(fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate), Meter: meterHook(n.role.gate)}); err != nil {
 		return err
 	}
 	if err = n.buildTree(); err != nil {
