@@ -294,7 +294,7 @@ func (n *Node) openClockAndLedger() error {
 	if err != nil {
 		return err
 	}
-	lc := fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate)}
+	lc := fsm.Config{Store: n.store, Observer: obs, Admission: admissionHook(n.role.gate), Meter: meterHook(n.role.gate)}
 	if n.role.gate { // job latency and failures (lifecycle/jobmetrics.go); n.life is set before Raft applies
 		lc.Ended = func(e fsm.JobEnd) { n.life.JobEnded(e) }
 	}

@@ -35,7 +35,7 @@ func RecoverGroup(cfg NodeConfig, servers []group.Server) error {
 		return fmt.Errorf("recover: ledger store (is the node stopped?): %w", err)
 	}
 	defer st.Close()
-	led, err := fsm.New(fsm.Config{Store: st, Admission: admissionHook(roleOf(cfg).gate)})
+	led, err := fsm.New(fsm.Config{Store: st, Admission: admissionHook(roleOf(cfg).gate), Meter: meterHook(roleOf(cfg).gate)})
 	if err != nil {
 		return err
 	}

@@ -16,3 +16,15 @@ func admissionHook(gate bool) func(fsm.ReadTx, *fsm.JobState) error {
 	}
 	return quota.Hook
 }
+
+// meterHook is the global ledger's rate rule (issue 18 §1): every new job
+// of a tenant with a max_per_hour takes a token of its replicated meter
+// (quota.MeterHook), exactly, whichever gate took the submit. Like
+// admissionHook, every gate's ledger must run it, recover included (it
+// decides the meters and which jobs are held); regional ledgers never do.
+func meterHook(gate bool) fsm.MeterHook {
+	if !gate {
+		return nil
+	}
+	return quota.MeterHook
+}

@@ -31,6 +31,8 @@ type applier struct {
 	// is set), told once the batch committed.
 	ended    []JobEnd
 	endedSet bool
+	// meter is Config.Meter.
+	meter MeterHook
 }
 
 // jobWork is a job touched by the batch: its state as stored until the
@@ -238,7 +240,13 @@ func (a *applier) applyJob(e *Event) (Result, error) {
 		if w != nil {
 			return rejected(fmt.Errorf("job %s: %w", e.JobID, ErrJobExists)), nil
 		}
-		a.addJob(e.JobID, jobWork{f: jobFold{s: newJobState(e, c)}, mutable: true})
+		s := newJobState(e, c)
+		if a.meter != nil {
+			if err := a.meterCreate(e, s); err != nil {
+				return Result{}, err
+			}
+		}
+		a.addJob(e.JobID, jobWork{f: jobFold{s: s}, mutable: true})
 		return Result{Outcome: OutcomeApplied}, nil
 	}
 	if w == nil {

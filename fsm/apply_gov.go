@@ -43,6 +43,9 @@ func (a *applier) applyGovernance(e *Event) (Result, error) {
 			return rejected(fmt.Errorf("policy %s/%s: %w", b.Kind, b.Key, ErrUnknownPolicy)), nil
 		}
 		a.changed = append(a.changed, StateKey{StatePolicy, PolicyStateID(b.Kind, b.Key)})
+		if err := a.dropMeter(b.Kind, b.Key); err != nil {
+			return Result{}, err
+		}
 		return Result{Outcome: OutcomeApplied}, a.tx.DeletePolicy(b.Kind, b.Key)
 	}
 	return rejected(fieldErr("type", fmt.Sprintf("%s has no governance rule", e.Type))), nil

@@ -79,6 +79,14 @@ type Config struct {
 	// Ledger calls it from Apply with its apply lock held: it must be
 	// quick (a node counts with it) and must not call the Ledger.
 	Ended func(JobEnd)
+	// Meter, if set, decides at the apply of every new JobCreated what
+	// the job takes from its rate meters and whether it must wait
+	// (fsm/meter.go): the ledger stores the meters it returns and, for a
+	// hold, makes the job queued (Spec.Held) until HoldUntilMs. It reads
+	// the state through tx (the batch's earlier meters included) and
+	// must be deterministic, like Admission; an error is a store failure
+	// (the batch fails).
+	Meter MeterHook
 }
 
 // Validate fills defaults and checks c.
@@ -125,6 +133,7 @@ func New(cfg Config) (*Ledger, error) {
 	l.ap.init()
 	l.ap.admission = cfg.Admission
 	l.ap.endedSet = cfg.Ended != nil
+	l.ap.meter = cfg.Meter
 	var applied uint64
 	err := cfg.Store.View(func(tx ReadTx) error {
 		var err error

@@ -466,7 +466,7 @@ func (l *Ledger) Policies(kind string) ([]*Policy, error) {
 
 // GovernanceDigest returns the digest of the governance state: SHA-256
 // over every record's encoding (AppendPolicy, length-prefixed), in
-// (kind, key) order, and the applied index it was taken at. Replicas of
+// (kind, key) order, then the rate meters' (appendMetersDigest), and the applied index it was taken at. Replicas of
 // a group at one index have equal ones; the ledger digest (Digest) stays
 // the jobs' alone, since regional and global ledgers keep different
 // governance state.
@@ -487,6 +487,9 @@ func GovernanceDigest(tx ReadTx) (Hash, error) {
 		d.Write(buf)
 		return nil
 	})
+	if err == nil {
+		err = appendMetersDigest(tx, d)
+	}
 	var h Hash
 	d.Sum(h[:0])
 	return h, err

@@ -23,6 +23,7 @@ const (
 	StateChain                         // a tenant's chain head, by tenant
 	StateMark                          // a tenant's forward mark, by tenant
 	StatePolicy                        // a governance record, by PolicyStateID(kind, key)
+	StateMeter                         // a rate meter, by PolicyStateID(kind, key) of its record
 )
 
 // StateKey names one record of the state.
@@ -48,6 +49,10 @@ func (k StateKey) TreeID() string {
 	case StatePolicy:
 		if kind, key, ok := splitPolicyStateID(k.ID); ok {
 			return "~policy/" + kind + "/" + key
+		}
+	case StateMeter:
+		if kind, key, ok := splitPolicyStateID(k.ID); ok {
+			return "~meter/" + kind + "/" + key
 		}
 	}
 	return fmt.Sprintf("~kind%d/%s", k.Kind, k.ID)
@@ -111,6 +116,12 @@ func StateDigest(tx ReadTx, k StateKey) (Hash, bool, error) {
 		if p, err = tx.Policy(kind, key); err == nil && p != nil {
 			b, err = AppendPolicy(nil, p)
 		}
+	case StateMeter:
+		kind, key, _ := splitPolicyStateID(k.ID)
+		var m *Meter
+		if m, err = tx.Meter(kind, key); err == nil && m != nil {
+			b, err = AppendMeter(nil, m)
+		}
 	default:
 		return Hash{}, false, fmt.Errorf("fsm: state digest: unknown kind %d", k.Kind)
 	}
@@ -121,8 +132,8 @@ func StateDigest(tx ReadTx, k StateKey) (Hash, bool, error) {
 }
 
 // AllStateKeys calls fn for every record of the state: jobs, workflows,
-// workers, chain heads, forward marks, governance records, each kind in
-// id order.
+// workers, chain heads, forward marks, governance records, rate meters,
+// each kind in id order.
 func AllStateKeys(tx ReadTx, fn func(StateKey) error) error {
 	if err := tx.Jobs("", "", func(s *JobState) error { return fn(StateKey{StateJob, s.JobID}) }); err != nil {
 		return err
@@ -139,7 +150,10 @@ func AllStateKeys(tx ReadTx, fn func(StateKey) error) error {
 	if err := tx.ForwardMarks(func(t string, _ uint64) error { return fn(StateKey{StateMark, t}) }); err != nil {
 		return err
 	}
-	return tx.Policies("", func(p *Policy) error { return fn(StateKey{StatePolicy, PolicyStateID(p.Kind, p.Key)}) })
+	if err := tx.Policies("", func(p *Policy) error { return fn(StateKey{StatePolicy, PolicyStateID(p.Kind, p.Key)}) }); err != nil {
+		return err
+	}
+	return tx.Meters(func(m *Meter) error { return fn(StateKey{StateMeter, PolicyStateID(m.Kind, m.Key)}) })
 }
 
 // RegionDigest is the SHA-256 of the canonical encoding of region's entry

@@ -46,6 +46,7 @@ const (
 	snapWorker    = 5 // worker record
 	snapMark      = 6 // str tenant, then a forward mark record
 	snapPolicy    = 7 // governance record
+	snapMeter     = 8 // rate meter record
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -242,6 +243,16 @@ func (s *snapWriter) body(tx ReadTx) (Hash, error) {
 			return err
 		}
 		return s.record(snapPolicy, s.buf)
+	})
+	if err != nil {
+		return Hash{}, err
+	}
+	err = tx.Meters(func(m *Meter) error {
+		var err error
+		if s.buf, err = AppendMeter(s.buf[:0], m); err != nil {
+			return err
+		}
+		return s.record(snapMeter, s.buf)
 	})
 	return d.sum(), err
 }

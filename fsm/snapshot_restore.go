@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// Restore stages: records come in this order (chains first, forward
-// marks last).
+// Restore stages: records come in this order (chains first, rate
+// meters last).
 const (
 	stageChains = iota
 	stageJobs
@@ -15,6 +15,7 @@ const (
 	stageWorkers
 	stageMarks
 	stagePolicies
+	stageMeters
 )
 
 // restorer checks and stores the records of a snapshot body. It enforces
@@ -33,6 +34,7 @@ type restorer struct {
 
 	lastJob, lastWorkflow, lastWorker, lastMark string
 	lastPolicy                                  string // PolicyStateID of the last governance record
+	lastMeter                                   string // PolicyStateID of the last rate meter
 }
 
 func (r *restorer) enter(stage int) error {
@@ -64,6 +66,8 @@ func (r *restorer) record(typ byte, p []byte) error {
 		return r.mark(p)
 	case snapPolicy:
 		return r.policy(p)
+	case snapMeter:
+		return r.meter(p)
 	}
 	return fmt.Errorf("unknown record type %d", typ)
 }
@@ -242,4 +246,30 @@ func (r *restorer) policy(b []byte) error {
 	}
 	r.lastPolicy = id
 	return r.tx.PutPolicy(p)
+}
+
+// meter restores a rate meter: (kind, key) in increasing order, after the
+// governance records, each of a record the snapshot restored (the ledger
+// keeps no meter without its record).
+func (r *restorer) meter(b []byte) error {
+	if err := r.enter(stageMeters); err != nil {
+		return err
+	}
+	m, err := DecodeMeter(b)
+	if err != nil {
+		return err
+	}
+	id := PolicyStateID(m.Kind, m.Key)
+	if r.lastMeter != "" && id <= r.lastMeter {
+		return fmt.Errorf("meter %s/%s out of order", m.Kind, m.Key)
+	}
+	p, err := r.tx.Policy(m.Kind, m.Key)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return fmt.Errorf("meter %s/%s has no governance record", m.Kind, m.Key)
+	}
+	r.lastMeter = id
+	return r.tx.PutMeter(m)
 }

@@ -108,6 +108,12 @@ type ReadTx interface {
 	// Policies calls fn for the governance records of kind (every kind if
 	// kind is empty), in (kind, key) byte order.
 	Policies(kind string, fn func(*Policy) error) error
+
+	// Meter returns the rate meter of the governance record (kind, key),
+	// or nil (fsm/meter.go).
+	Meter(kind, key string) (*Meter, error)
+	// Meters calls fn for every rate meter, in (kind, key) byte order.
+	Meters(fn func(*Meter) error) error
 }
 
 // Tx reads and writes one transaction.
@@ -141,6 +147,11 @@ type Tx interface {
 	// DeletePolicy removes the record under (kind, key); absent is no
 	// error.
 	DeletePolicy(kind, key string) error
+	// PutMeter stores the rate meter under (m.Kind, m.Key), replacing any
+	// meter there.
+	PutMeter(m *Meter) error
+	// DeleteMeter removes the meter under (kind, key); absent is no error.
+	DeleteMeter(kind, key string) error
 }
 
 // EncodedEventTx is implemented by a Tx that takes a new event together

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/cluster/quota"
-	"github.com/strata-ledger/strata/cluster/ratelimit"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -17,10 +17,19 @@ import (
 // quota, the submit is refused (429, Retry-After, the limit named in
 // details) or, when it asked for it (admission "queue"), accepted held:
 // PENDING, not dispatched, until the global leader admits it
-// (JobAdmitted) in priority order when capacity frees. The exact
-// max_active check of an admission is the ledger's (quota.Hook); the
-// check here is the fast path, so two submits racing on two gates may
-// both pass it (documented in docs/API.md).
+// (JobAdmitted) in priority order when capacity frees.
+//
+// Both checks here are fast paths of exact rules the ledger applies to
+// every replica alike. max_active: quota.Hook at each admission (two
+// submits racing on two gates may both pass the check here).
+// max_per_hour: the policy's rate meter, replicated state the ledger
+// advances at every JobCreated (quota.MeterHook); the check here reads
+// the same meters (quota.RateCheck), so it refuses only what the ledger
+// would hold too, and the ledger holds (queued, eligible when its token
+// is due) whatever got past it over the rate: a submit acknowledged at
+// LOCAL or REGIONAL is then queued, as GET /v1/jobs/{id} shows. Nothing
+// of the rate is kept in a gate's memory, so a tenant's rate is the same
+// through one gate or all, and no gate restart refills it.
 
 // defaultQuotaRetryAfter is the Retry-After of a max_active refusal: how
 // long until a slot frees is not known, so it is a polling hint.
@@ -34,22 +43,22 @@ type admission struct {
 	eligibleAtMs int64
 	// limit names the limit that held it (nil: under quota).
 	limit *quota.Limit
+	// metered: a max_per_hour applies to the job, so the ledger may hold
+	// it even though the gate did not (heldByLedger).
+	metered bool
 }
 
-// governor keeps the gate's in-memory part of admission: the submit
-// buckets of max_per_hour and burst, per tenant (and job type). They are
-// per gate, not replicated (cluster/ratelimit).
+// governor holds what admission needs besides the ledger: the clock the
+// rate meters are read at (a test's fake clock). It keeps no rate state:
+// that is the ledger's.
 type governor struct {
-	submits *ratelimit.Limiter
-	now     func() time.Time
+	now func() time.Time
 }
 
-func newGovernor() *governor {
-	return &governor{submits: ratelimit.NewLimiter(0), now: time.Now}
-}
+func newGovernor() *governor { return &governor{now: time.Now} }
 
-// admit decides spec's admission at now: the submit rate first (a token
-// of the tenant's and of its job type's bucket), then max_active.
+// admit decides spec's admission at now: the submit rate first (the
+// tenant's and its job type's max_per_hour meters), then max_active.
 func (j *Jobs) admit(spec *fsm.JobSpec) (admission, error) {
 	var (
 		out   admission
@@ -58,26 +67,12 @@ func (j *Jobs) admit(spec *fsm.JobSpec) (admission, error) {
 	)
 	now := j.gov.now()
 	err := j.cfg.Ledger.View(func(tx fsm.ReadTx) error {
-		types := []string{""}
-		if spec.Type != "" {
-			types = append(types, spec.Type)
+		l, waitMs, metered, err := quota.RateCheck(tx, spec.Tenant, spec.Type, now.UnixMilli())
+		out.metered = metered
+		if err != nil || l != nil {
+			limit, wait = l, time.Duration(waitMs)*time.Millisecond
+			return err
 		}
-		for _, jt := range types {
-			p, err := quota.ReadPolicy(tx, spec.Tenant, jt)
-			if err != nil || p == nil || p.MaxPerHour == 0 {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			ok, w := j.gov.submits.Take(quota.Key(spec.Tenant, jt), float64(p.MaxPerHour)/3600, float64(p.BurstOrDefault()), now)
-			if !ok {
-				limit = &quota.Limit{Tenant: spec.Tenant, JobType: jt, Name: "max_per_hour", Allowed: int64(p.MaxPerHour)}
-				wait = w
-				return nil
-			}
-		}
-		var err error
 		limit, err = quota.Check(tx, spec.Tenant, spec.Type)
 		if limit != nil {
 			wait = defaultQuotaRetryAfter
@@ -95,6 +90,31 @@ func (j *Jobs) admit(spec *fsm.JobSpec) (admission, error) {
 		out.eligibleAtMs = now.Add(wait).UnixMilli()
 	}
 	return out, nil
+}
+
+// heldByLedger returns the admission of a submit the gate let through
+// (a, not held) as the ledger decided it, once this node has applied the
+// entry at index that carried it: held, when the ledger's rate meter had
+// no token for it (quota.MeterHook), so the answer says "queued" like a
+// hold of the gate's. Only a metered submit that reached its tier can be
+// held so; any other keeps a. It only informs the answer: the job exists
+// whatever it finds, so a failed wait or read keeps a (the submit must
+// not look failed, or a client would submit it again), and
+// GET /v1/jobs/{id} shows the hold.
+func (j *Jobs) heldByLedger(ctx context.Context, a admission, jobID string, index uint64) admission {
+	if a.held || !a.metered || index == 0 {
+		return a
+	}
+	if j.cfg.Applied.Wait(ctx, index) != nil {
+		return a
+	}
+	s, err := j.cfg.Ledger.JobByID(jobID)
+	if err != nil || !s.Queued() {
+		return a
+	}
+	a.held, a.eligibleAtMs = true, s.Spec.EligibleAtMs
+	a.limit = &quota.Limit{Tenant: s.Tenant, Name: "max_per_hour"}
+	return a
 }
 
 // overQuota is the 429 of a submit over limit l: Retry-After (whole

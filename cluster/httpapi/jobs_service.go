@@ -27,7 +27,7 @@ import (
 type Jobs struct {
 	cfg  *Config
 	idem *idempotencyCache
-	gov  *governor // admission's submit buckets (gov_admission.go)
+	gov  *governor // admission's clock (gov_admission.go)
 }
 
 // Submitted is what a submit did.
@@ -123,6 +123,7 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	if err := resultError(res); err != nil {
 		return Submitted{}, err
 	}
+	adm = j.heldByLedger(ctx, adm, jobID, res.Index)
 	return Submitted{JobID: jobID, Level: res.Level, HLC: ts, Index: res.Index, LSN: res.LSN, Admission: adm}, nil
 }
 

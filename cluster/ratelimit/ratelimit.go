@@ -1,6 +1,7 @@
 // Package ratelimit is a token bucket (issue 18 §1): per-token API rate
-// limits on each node, and the per-gate submit rate of a quota's
-// max_per_hour and burst. The bucket is pure — time is an argument, no
+// limits on each node. (A quota's max_per_hour is not kept here: it must
+// be one bucket for the whole cluster, so it is a rate meter of the
+// global ledger, cluster/quota's MeterHook.) The bucket is pure — time is an argument, no
 // clock is read — so it is tested with a fake clock; Limiter keeps one
 // bucket per key, bounded in count.
 //

@@ -81,8 +81,8 @@ func newQuotaSetCmd(f *clientFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.Uint32Var(&req.MaxActive, "max-active", 0, "most jobs active at once (0: no limit)")
-	fl.Uint32Var(&req.MaxPerHour, "max-per-hour", 0, "most submits per hour, per gate (0: no limit)")
-	fl.Uint32Var(&req.Burst, "burst", 0, "submits allowed at once before max-per-hour paces them (default max-per-hour)")
+	fl.Uint32Var(&req.MaxPerHour, "max-per-hour", 0, "most jobs created per hour, for the whole cluster (0: no limit); more wait queued or get 429")
+	fl.Uint32Var(&req.Burst, "burst", 0, "jobs created at once before max-per-hour paces them (default max-per-hour)")
 	fl.Uint32Var(&req.Weight, "weight", 0, "weight of the tenant's share of the fleet capacity (proportional)")
 	fl.Uint32Var(&req.Reserved, "reserved", 0, "reserved minimum of the fleet capacity (reserved strategy)")
 	auditFlags(cmd, &req.Reason, &req.Ticket)

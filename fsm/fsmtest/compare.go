@@ -131,6 +131,7 @@ func CompareWithModel(t testing.TB, led *fsm.Ledger, m *Model) {
 	}
 	compareMarks(t, led, m)
 	comparePolicies(t, led, m)
+	compareMeters(t, led, m)
 }
 
 // comparePolicies checks the governance records, as a list, per kind and

@@ -103,3 +103,17 @@ func (t *faultyTx) PutForwardMark(tenant string, seq uint64) error {
 	}
 	return t.Tx.PutForwardMark(tenant, seq)
 }
+
+func (t *faultyTx) PutMeter(m *fsm.Meter) error {
+	if err := t.f.write(); err != nil {
+		return err
+	}
+	return t.Tx.PutMeter(m)
+}
+
+func (t *faultyTx) DeleteMeter(kind, key string) error {
+	if err := t.f.write(); err != nil {
+		return err
+	}
+	return t.Tx.DeleteMeter(kind, key)
+}

@@ -27,6 +27,11 @@ type Model struct {
 	workers   map[string]*fsm.WorkerState
 	marks     map[string]uint64
 	policies  map[string]*fsm.Policy // by fsm.PolicyStateID
+	// metered: the Ledger runs MeterTestHook (NewMeteredModel); meters
+	// and holds are the rule's state (model_meter.go).
+	metered bool
+	meters  map[string]*fsm.Meter // by fsm.PolicyStateID of its record
+	holds   map[string]int64      // job id -> held until (Unix ms)
 }
 
 type modelKey struct {
@@ -51,7 +56,17 @@ func NewModel() *Model {
 		workers:   map[string]*fsm.WorkerState{},
 		marks:     map[string]uint64{},
 		policies:  map[string]*fsm.Policy{},
+		meters:    map[string]*fsm.Meter{},
+		holds:     map[string]int64{},
 	}
+}
+
+// NewMeteredModel returns an empty model of a Ledger whose Config.Meter
+// is MeterTestHook.
+func NewMeteredModel() *Model {
+	m := NewModel()
+	m.metered = true
+	return m
 }
 
 // Apply applies a batch the way the Ledger promises to.
@@ -128,6 +143,9 @@ func (m *Model) applyJob(e *fsm.Event) fsm.Result {
 		if len(evs) > 0 {
 			return reject(fsm.ErrJobExists)
 		}
+		if m.metered {
+			m.meterCreate(e)
+		}
 		return fsm.Result{Outcome: fsm.OutcomeApplied}
 	}
 	if len(evs) == 0 {
@@ -143,12 +161,12 @@ func (m *Model) applyJob(e *fsm.Event) fsm.Result {
 	case e.Key().Compare(c.Key()) <= 0:
 		return reject(fsm.ErrPrecedesCreation)
 	}
-	pre := naiveFold(evs)
+	pre := m.fold(evs)
 	if e.Type == fsm.TypeJobAdmitted && pre.Spec.Held && !pre.Admitted && !terminal(pre.Status) &&
 		e.HLC.WallMs < pre.Spec.EligibleAtMs {
 		return reject(fsm.ErrOverQuota) // no admission before the gate's eligible time
 	}
-	effect := naiveEffect(pre, naiveFold(append(slices.Clone(evs), e)), e)
+	effect := naiveEffect(pre, m.fold(append(slices.Clone(evs), e)), e)
 	if effect != nil {
 		return fsm.Result{Outcome: fsm.OutcomeAbsorbed, Err: effect}
 	}
@@ -175,7 +193,7 @@ func (m *Model) Job(id string) *fsm.JobState {
 	if len(evs) == 0 {
 		return nil
 	}
-	return naiveFold(evs)
+	return m.fold(evs)
 }
 
 // JobIDs returns the ids of every created job, sorted.

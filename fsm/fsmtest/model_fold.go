@@ -8,11 +8,12 @@ import (
 )
 
 // naiveFold computes a job from the set of its events (the JobCreated
-// among them) from scratch, written from fsm/DESIGN.md, "Job rules",
+// among them) from scratch (held until holdMs by a rate meter at its
+// creation if holdMs > 0), written from fsm/DESIGN.md, "Job rules",
 // independently of the Ledger's incremental fold: every rule is a
 // function of the set (ORs, maxima, the best decisive event under a total
 // rank), so nothing here depends on the order of evs.
-func naiveFold(evs []*fsm.Event) *fsm.JobState {
+func naiveFold(evs []*fsm.Event, holdMs int64) *fsm.JobState {
 	var c *fsm.Event
 	for _, e := range evs {
 		if e.Type == fsm.TypeJobCreated {
@@ -25,6 +26,9 @@ func naiveFold(evs []*fsm.Event) *fsm.JobState {
 	}
 	s := &fsm.JobState{JobID: c.JobID, Tenant: c.Tenant, Spec: c.Body.(*fsm.JobCreated).Spec, Created: c.Key(),
 		Events: uint32(len(evs))}
+	if holdMs > 0 {
+		s.Spec.Held, s.Spec.EligibleAtMs = true, max(s.Spec.EligibleAtMs, holdMs)
+	}
 	accepted := false
 	for _, e := range evs {
 		if s.Last.Less(e.Key()) {

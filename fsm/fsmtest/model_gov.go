@@ -38,6 +38,7 @@ func (m *Model) applyGovernance(e *fsm.Event) fsm.Result {
 			return reject(fsm.ErrUnknownPolicy)
 		}
 		delete(m.policies, id)
+		delete(m.meters, id) // a meter goes with its record
 	}
 	return fsm.Result{Outcome: fsm.OutcomeApplied}
 }

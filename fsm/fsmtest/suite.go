@@ -28,6 +28,7 @@ func RunStoreSuite(t *testing.T, newStore NewStore) {
 	t.Run("EventIDsAreScopedByTenant", func(t *testing.T) { RunEventIDsScopedByTenant(t, newStore) })
 	t.Run("RejectionsDoNotRevealOtherTenants", func(t *testing.T) { RunRejectionsDoNotRevealOtherTenants(t, newStore) })
 	t.Run("GovernanceAgainstModel", func(t *testing.T) { RunGovernanceAgainstModel(t, newStore) })
+	t.Run("MetersKeptAndRolledBack", func(t *testing.T) { RunMeterStore(t, newStore) })
 }
 
 // EnvInt reads a positive integer knob from the environment.

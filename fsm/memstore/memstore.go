@@ -57,6 +57,8 @@ type state struct {
 	markIDs   []string               // tenants with a forward mark, sorted
 	policies  map[string]*fsm.Policy // by fsm.PolicyStateID(kind, key)
 	policyIDs []string               // sorted
+	meters    map[string]*fsm.Meter  // by fsm.PolicyStateID(kind, key)
+	meterIDs  []string               // sorted
 }
 
 // eventKey is an event's identity: ids are scoped by tenant.
@@ -84,6 +86,7 @@ func newState() *state {
 		workers:   make(map[string]*fsm.WorkerState),
 		marks:     make(map[string]uint64),
 		policies:  make(map[string]*fsm.Policy),
+		meters:    make(map[string]*fsm.Meter),
 	}
 }
 

@@ -17,6 +17,7 @@ type undo struct {
 	wf   *fsm.WorkflowState
 	wk   *fsm.WorkerState
 	pol  *fsm.Policy
+	mtr  *fsm.Meter
 }
 
 type undoKind uint8
@@ -31,6 +32,7 @@ const (
 	undoWorker                       // key: worker id; wk: old or nil
 	undoMark                         // key: tenant; u64, had: the old forward mark
 	undoPolicy                       // key: policy state id; pol: old or nil
+	undoMeter                        // key: meter state id; mtr: old or nil
 )
 
 // log records an undo entry while an Update runs (not during Replace,
@@ -72,6 +74,8 @@ func (s *Store) rollback() {
 			}
 		case undoPolicy:
 			st.setPolicy(u.key, u.pol)
+		case undoMeter:
+			st.setMeter(u.key, u.mtr)
 		case undoMark:
 			if !u.had {
 				delete(st.marks, u.key)
