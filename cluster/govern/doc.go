@@ -17,6 +17,9 @@
 // which at worst delays the next trip by MinSamples outcomes, and never
 // reopens a closed breaker or closes an open one on its own.
 //
+// Maintenance mode (maintenance.go) is a region's own record or the
+// cluster's copy in the region, whichever is on (EffectiveMaintenance).
+//
 // The package does not decide what a retry or an open breaker does to
 // dispatch; cluster/lifecycle/plan does, from the decisions made here.
 package govern

@@ -15,9 +15,16 @@ const (
 	// closed at least once; key BreakerKey(tenant, type), the tenant's.
 	KindBreaker = "breaker"
 	// KindMaintenance: one record per region in maintenance (or that
-	// was); key the region.
+	// was), key the region; and the cluster-wide mode under
+	// ClusterMaintenanceKey, in the global ledger (set by an operator)
+	// and in every regional ledger (the global leader's copy of it).
 	KindMaintenance = "maintenance"
 )
+
+// ClusterMaintenanceKey is the key of the cluster-wide maintenance
+// record. It holds a "-", which no region code does (fsm.IsRegion), so it
+// never names a region's own record.
+const ClusterMaintenanceKey = "cluster-wide"
 
 // MaxRecordBytes bounds a record's value as this package decodes it (the
 // ledger's own bound, fsm.MaxPolicyValueBytes, is larger).
@@ -45,10 +52,14 @@ type BreakerRecord struct {
 	Why string `json:"why,omitempty"`
 }
 
-// MaintenanceRecord is a region's maintenance mode.
+// MaintenanceRecord is a maintenance mode: a region's own, or the
+// cluster's. Drain (only with On) also takes running workflows back from
+// their workers; omitted when false, so a record without it reads the
+// same on a node that predates it.
 type MaintenanceRecord struct {
 	On      bool  `json:"on"`
 	SinceMs int64 `json:"since"`
+	Drain   bool  `json:"drain,omitempty"`
 }
 
 // EncodeBreaker returns r's canonical value.
@@ -81,7 +92,15 @@ func DecodeBreaker(b []byte) (BreakerRecord, BreakerState, error) {
 }
 
 // EncodeMaintenance returns r's canonical value.
-func EncodeMaintenance(r MaintenanceRecord) ([]byte, error) { return json.Marshal(r) }
+func EncodeMaintenance(r MaintenanceRecord) ([]byte, error) {
+	if r.Drain && !r.On {
+		return nil, fmt.Errorf("maintenance record: drain without maintenance")
+	}
+	if r.SinceMs < 0 {
+		return nil, fmt.Errorf("maintenance record: since %d", r.SinceMs)
+	}
+	return json.Marshal(r)
+}
 
 // DecodeMaintenance reads a maintenance record's value.
 func DecodeMaintenance(b []byte) (MaintenanceRecord, error) {
@@ -89,8 +108,8 @@ func DecodeMaintenance(b []byte) (MaintenanceRecord, error) {
 	if err := decodeStrict(b, &r); err != nil {
 		return r, fmt.Errorf("maintenance record: %w", err)
 	}
-	if r.SinceMs < 0 {
-		return r, fmt.Errorf("maintenance record: since %d", r.SinceMs)
+	if r.SinceMs < 0 || (r.Drain && !r.On) {
+		return r, fmt.Errorf("maintenance record: since %d, drain %v while on %v", r.SinceMs, r.Drain, r.On)
 	}
 	return r, nil
 }

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/strata-ledger/strata/cluster/auth"
+	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/govern"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
 	"github.com/strata-ledger/strata/fsm"
+	"github.com/strata-ledger/strata/hlc"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -18,7 +20,8 @@ import (
 // kinds), read here and changed by PolicySet events proposed through the
 // region's Raft group. The regional leader's reconciler acts on them
 // (cluster/lifecycle). A gate forwards these calls to a manager of its
-// region; no node answers for another region.
+// region; no node answers for another region. The cluster-wide
+// maintenance mode is the gates' (maintenance_cluster.go).
 
 // handleListBreakers is GET /v1/breakers: the region's breakers the
 // caller may see (a tenant token: its tenant's).
@@ -133,7 +136,7 @@ func (sv *Server) handleForceBreaker(w http.ResponseWriter, r *http.Request, c *
 }
 
 // handleGetMaintenance is GET /v1/maintenance: the region's maintenance
-// mode.
+// mode, its copy of the cluster's, and what the region does.
 func (sv *Server) handleGetMaintenance(w http.ResponseWriter, _ *http.Request, _ *call) {
 	st, err := sv.maintenance()
 	if err != nil {
@@ -144,27 +147,56 @@ func (sv *Server) handleGetMaintenance(w http.ResponseWriter, _ *http.Request, _
 	httpx.WriteJSON(w, http.StatusOK, st)
 }
 
-// maintenance reads the region's maintenance mode from this node's ledger.
+// maintenance reads the region's maintenance mode from this node's
+// ledger: its own record, its copy of the cluster's, and both together
+// (govern.EffectiveMaintenance).
 func (sv *Server) maintenance() (api.MaintenanceStatus, error) {
-	st := api.MaintenanceStatus{Region: sv.cfg.Region}
+	st := api.MaintenanceStatus{Scope: api.MaintenanceScopeRegion, Region: sv.cfg.Region}
+	var own, cluster *govern.MaintenanceRecord
 	err := sv.cfg.Store.View(func(tx fsm.ReadTx) error {
-		p, err := tx.Policy(govern.KindMaintenance, sv.cfg.Region)
-		if err != nil || p == nil {
+		var err error
+		if own, err = readMaintenanceRecord(tx, sv.cfg.Region, &st); err != nil {
 			return err
 		}
-		r, err := govern.DecodeMaintenance(p.Value)
-		if err != nil {
-			return nil // not a record the rules act on: not in maintenance
+		cl := api.MaintenanceStatus{Scope: api.MaintenanceScopeCluster}
+		if cluster, err = readMaintenanceRecord(tx, govern.ClusterMaintenanceKey, &cl); err == nil && cl.HLC != nil {
+			st.Cluster = &cl
 		}
-		hlc := p.HLC
-		st.On, st.Since, st.Reason, st.Ticket, st.Requestor, st.HLC = r.On, r.SinceMs, p.Reason, p.Ticket, p.Requestor, &hlc
-		return nil
+		return err
 	})
+	st.Effective = effectOf(govern.EffectiveMaintenance(own, cluster))
 	return st, err
 }
 
-// handleSetMaintenance is POST /v1/maintenance: turn the region's
-// maintenance mode on or off (operators, scope maintenance:write).
+// readMaintenanceRecord reads the maintenance record under key into st's
+// record fields; nil (st untouched) when there is none, or one the rules
+// cannot read (they act on none).
+func readMaintenanceRecord(tx fsm.ReadTx, key string, st *api.MaintenanceStatus) (*govern.MaintenanceRecord, error) {
+	p, err := tx.Policy(govern.KindMaintenance, key)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	r, err := govern.DecodeMaintenance(p.Value)
+	if err != nil {
+		return nil, nil
+	}
+	at := p.HLC
+	st.On, st.Drain, st.Since, st.Reason, st.Ticket, st.Requestor, st.HLC = r.On, r.Drain, r.SinceMs, p.Reason, p.Ticket, p.Requestor, &at
+	return &r, nil
+}
+
+func effectOf(m govern.MaintenanceMode) *api.MaintenanceEffect {
+	by := m.Sources()
+	if by == nil {
+		by = []string{}
+	}
+	return &api.MaintenanceEffect{On: m.On, Drain: m.Drain, By: by}
+}
+
+// handleSetMaintenance is POST /v1/maintenance: turn the region's own
+// maintenance mode on (draining or not) or off (operators, scope
+// maintenance:write). The answer says what the region does then: the
+// cluster's mode may keep it in maintenance.
 func (sv *Server) handleSetMaintenance(w http.ResponseWriter, r *http.Request, c *call) {
 	if !c.p.Allows(auth.ScopeMaintenanceWrite, auth.AllTenants) {
 		httpx.WriteError(w, forbidden(c.p, auth.ScopeMaintenanceWrite, ""))
@@ -181,7 +213,7 @@ func (sv *Server) handleSetMaintenance(w http.ResponseWriter, r *http.Request, c
 			Details: map[string]any{"region": sv.cfg.Region}})
 		return
 	}
-	if err := checkChange(req.GovernanceChange); err != nil {
+	if err := checkMaintenanceChange(req.On, req.Drain, req.GovernanceChange); err != nil {
 		httpx.WriteError(w, err)
 		return
 	}
@@ -190,26 +222,54 @@ func (sv *Server) handleSetMaintenance(w http.ResponseWriter, r *http.Request, c
 		httpx.WriteError(w, err)
 		return
 	}
-	since := time.Now().UnixMilli()
-	value, err := govern.EncodeMaintenance(govern.MaintenanceRecord{On: req.On, SinceMs: since})
-	if err != nil {
-		httpx.WriteError(w, err)
+	rec := govern.MaintenanceRecord{On: req.On, Drain: req.Drain, SinceMs: time.Now().UnixMilli()}
+	ts, res, ok := sv.commitMaintenance(w, r, c, level, sv.cfg.Region, rec, req.GovernanceChange)
+	if !ok {
 		return
 	}
-	e := fsm.Event{Type: fsm.TypePolicySet, Body: &fsm.PolicySet{Kind: govern.KindMaintenance, Key: sv.cfg.Region, Value: value,
-		Reason: req.Reason, Ticket: req.Ticket, Requestor: c.p.Name}}
+	out := api.MaintenanceResponse{WriteResponse: sv.writeResponse(w, res, ts)}
+	out.Maintenance = api.MaintenanceStatus{Scope: api.MaintenanceScopeRegion, Region: sv.cfg.Region, On: req.On, Drain: req.Drain,
+		Since: rec.SinceMs, Reason: req.Reason, Ticket: req.Ticket, Requestor: c.p.Name, HLC: &ts}
+	if cur, err := sv.maintenance(); err == nil { // the cluster's copy as this node holds it
+		var cluster *govern.MaintenanceRecord
+		if cl := cur.Cluster; cl != nil {
+			cluster = &govern.MaintenanceRecord{On: cl.On, Drain: cl.Drain}
+		}
+		out.Maintenance.Cluster, out.Maintenance.Effective = cur.Cluster, effectOf(govern.EffectiveMaintenance(&rec, cluster))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// checkMaintenanceChange refuses a drain that does not turn maintenance
+// on, and a change without its reason and ticket.
+func checkMaintenanceChange(on, drain bool, ch api.GovernanceChange) error {
+	if drain && !on {
+		return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
+			Message: "drain needs on: a region drains only while it is in maintenance", Details: map[string]any{"field": "drain"}}
+	}
+	return checkChange(ch)
+}
+
+// commitMaintenance commits rec as the maintenance record under key at
+// level, audited with ch and the caller; false when it wrote the error.
+func (sv *Server) commitMaintenance(w http.ResponseWriter, r *http.Request, c *call, level commit.Durability, key string,
+	rec govern.MaintenanceRecord, ch api.GovernanceChange) (hlc.Timestamp, commit.SubmitResult, bool) {
+	value, err := govern.EncodeMaintenance(rec)
+	if err != nil {
+		httpx.WriteError(w, httpx.BadRequest("%v", err))
+		return hlc.Timestamp{}, commit.SubmitResult{}, false
+	}
+	e := fsm.Event{Type: fsm.TypePolicySet, Body: &fsm.PolicySet{Kind: govern.KindMaintenance, Key: key, Value: value,
+		Reason: ch.Reason, Ticket: ch.Ticket, Requestor: c.p.Name}}
 	res, ts, err := commitOwn(r.Context(), &sv.cfg, level, e)
 	if err == nil {
 		err = resultError(res)
 	}
 	if err != nil {
 		httpx.WriteError(w, err)
-		return
+		return ts, res, false
 	}
-	out := api.MaintenanceResponse{WriteResponse: sv.writeResponse(w, res, ts)}
-	out.Maintenance = api.MaintenanceStatus{Region: sv.cfg.Region, On: req.On, Since: since, Reason: req.Reason,
-		Ticket: req.Ticket, Requestor: c.p.Name, HLC: &ts}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	return ts, res, true
 }
 
 // decodeChange reads and checks an operator change's body.

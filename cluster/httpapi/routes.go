@@ -148,6 +148,9 @@ func (sv *Server) routeTable() (*http.ServeMux, []Route) {
 	handle(api.PathBreakers, route{"GET": g(governed, sv.handleListBreakers)})
 	handle(api.PathBreakers+"/{tenant}/{job_type}/{action}", route{"POST": g(governs, sv.handleForceBreaker)})
 	handle(api.PathMaintenance, route{"GET": g(governed, sv.handleGetMaintenance), "POST": g(governs, sv.handleSetMaintenance)})
+	// The cluster-wide mode lives in the global ledger (maintenance_cluster.go).
+	handle(api.PathClusterMaintenance, route{"GET": g(rule{access: anyToken, home: gates, read: true}, sv.handleGetClusterMaintenance),
+		"POST": g(gov, sv.handleSetClusterMaintenance)})
 	keyring := rule{access: operatorOnly, home: gates}
 	handle(api.PathKeyring, route{"GET": g(keyring, sv.handleKeyring), "POST": g(rule{access: operatorOnly, home: gates, body: true}, sv.handleKeyring)})
 	// pprof is not here: it is served on the admin listener (AdminHandler).

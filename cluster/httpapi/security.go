@@ -43,6 +43,8 @@ func (sv *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, _ 
 		if st, err := sv.maintenance(); err == nil {
 			out.Maintenance = &st
 		}
+	} else if st, err := sv.clusterMaintenance(); err == nil && st.HLC != nil { // a gate: the cluster's, once set
+		out.Maintenance = &st
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }

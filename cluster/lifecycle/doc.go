@@ -49,7 +49,13 @@
 // for an open breaker's type, at most the probes for a half-open one,
 // none before a retry's not-before, and a WorkflowRetryScheduled for a
 // FAILED workflow its job's retry policy (or its type's default,
-// Config.RetryDefaults) retries.
+// Config.RetryDefaults) retries. The region's maintenance mode is its
+// own record or its copy of the cluster's, whichever is on
+// (maintenance.go); a draining mode has the planner take leases back
+// too, and the reconciler visits every job with a lease until none is
+// left. On a gate the global driver also converges every region to the
+// cluster-wide maintenance record (clustermaint.go): it delivers a copy
+// until each region holds it, with Config.Regions saying which exist.
 //
 // Job metrics (issue 18 §4, jobmetrics.go): the term that leads counts
 // what its group applies — on a gate each job's end (JobEnded, which the

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/strata-ledger/strata/fsm"
@@ -22,6 +23,7 @@ import (
 type globalDriver struct {
 	l *Lifecycle
 	g *globalReconciler
+	m *maintDriver // the cluster-wide maintenance mode (clustermaint.go)
 
 	mu    sync.Mutex
 	ended []string // regions whose delivery ended since the last pass
@@ -29,7 +31,7 @@ type globalDriver struct {
 }
 
 func newGlobalDriver(l *Lifecycle) *globalDriver {
-	return &globalDriver{l: l, g: newGlobalReconciler(l)}
+	return &globalDriver{l: l, g: newGlobalReconciler(l), m: newMaintDriver(l)}
 }
 
 // pass reports the deliveries that ended, takes a step at the HLC's wall
@@ -47,13 +49,16 @@ func (d *globalDriver) pass(ctx context.Context) error {
 	for region, evs := range w.deliver {
 		d.send(ctx, region, evs)
 	}
+	// The cluster's maintenance mode: its failure fails the pass (logged,
+	// tried again) but holds no job decision back.
+	maintErr := d.m.pass(ctx, now.WallMs, &d.wg)
 	if len(w.propose) == 0 {
-		return nil
+		return maintErr
 	}
 	if err := d.l.stamp(w.propose, w.after); err != nil {
-		return err
+		return errors.Join(err, maintErr)
 	}
-	return d.l.proposeAll(ctx, w.propose)
+	return errors.Join(d.l.proposeAll(ctx, w.propose), maintErr)
 }
 
 // takeEnded returns the regions whose delivery ended since the last call.

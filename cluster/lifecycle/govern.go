@@ -31,7 +31,11 @@ type regionGov struct {
 	region   string
 	m        *govMetrics
 
-	maintenance bool
+	// mode is the region's maintenance as the pass read it (its own
+	// record or the cluster's copy, govern.EffectiveMaintenance); moved
+	// says it changed since the previous pass.
+	mode  govern.MaintenanceMode
+	moved bool
 	// breakers by key (govern.BreakerKey), with the record value each
 	// was last restored from (or last proposed).
 	breakers map[string]*breakerSlot
@@ -74,17 +78,13 @@ func newRegionGov(l *Lifecycle) *regionGov {
 // read loads the region's records in the pass's view.
 func (g *regionGov) read(tx fsm.ReadTx) error {
 	g.running, g.leased, g.propose = map[string]int{}, map[string]int{}, nil
-	g.maintenance = false
-	p, err := tx.Policy(govern.KindMaintenance, g.region)
+	mode, err := readMaintenance(tx, g.region)
 	if err != nil {
 		return err
 	}
-	if p != nil {
-		if r, err := govern.DecodeMaintenance(p.Value); err == nil {
-			g.maintenance = r.On
-		}
-	}
-	g.m.maintenance.Set(boolGauge(g.maintenance))
+	g.moved, g.mode = mode != g.mode, mode
+	g.m.maintenance.Set(boolGauge(mode.On))
+	g.m.draining.Set(boolGauge(mode.Drain))
 	seen := map[string]bool{}
 	err = tx.Policies(govern.KindBreaker, func(p *fsm.Policy) error {
 		tenant, jobType, ok := govern.SplitBreakerKey(p.Key)
@@ -243,7 +243,8 @@ func transitionID(key string, t govern.Transition, nowMs int64) fsm.EventID {
 // of each breaker already leased (for half-open admission).
 func (g *regionGov) governance(leased func(key string) int) *plan.Governance {
 	return &plan.Governance{
-		Maintenance: g.maintenance,
+		Maintenance: g.mode.On,
+		Drain:       g.mode.Drain,
 		Admit: func(s *fsm.JobState) int {
 			if s.Spec.Type == "" {
 				return -1
@@ -310,6 +311,7 @@ type govMetrics struct {
 	transitions *prometheus.CounterVec
 	retries     *prometheus.CounterVec
 	maintenance prometheus.Gauge
+	draining    prometheus.Gauge
 }
 
 func newGovMetrics(reg prometheus.Registerer) *govMetrics {
@@ -322,9 +324,11 @@ func newGovMetrics(reg prometheus.Registerer) *govMetrics {
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strata_workflow_retries_total",
 			Help: "Workflow retries the regional leader saw scheduled, by failure cause."}, []string{"cause"}),
 		maintenance: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strata_maintenance_mode",
-			Help: "1 while the region is in maintenance mode (no new lease), as the regional leader last read it."}),
+			Help: "1 while the region is in maintenance mode (no new lease; its own or the cluster's), as the regional leader last read it."}),
+		draining: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strata_maintenance_draining",
+			Help: "1 while the region drains (maintenance that also takes running workflows back), as the regional leader last read it."}),
 	}
-	reg.MustRegister(m.state, m.transitions, m.retries, m.maintenance)
+	reg.MustRegister(m.state, m.transitions, m.retries, m.maintenance, m.draining)
 	return m
 }
 

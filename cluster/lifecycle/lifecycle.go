@@ -136,6 +136,10 @@ type Config struct {
 	// RetryDefaults is the retry policy of each job type for jobs whose
 	// spec has none (managers, issue 18 §3); nil: none.
 	RetryDefaults map[string]govern.RetryPolicy
+	// Regions lists the cluster's regions as gossip knows them (gates):
+	// the global leader converges each to the cluster-wide maintenance
+	// mode (clustermaint.go). Default: Region alone.
+	Regions func() []string
 }
 
 // Validate fills defaults and checks c.
@@ -148,6 +152,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Regions == nil {
+		own := []string{c.Region}
+		c.Regions = func() []string { return own }
 	}
 	var missing string
 	switch {

@@ -177,6 +177,7 @@ func (rr *regionReconciler) step(now time.Time, full bool) (regionWork, error) {
 		if workersMoved {
 			ids = unionIDs(ids, plan.SortedKeys(rr.active))
 		}
+		ids = unionIDs(ids, rr.drainVisits()) // maintenance.go
 		sort.Strings(ids)
 		if err := rr.readIDs(tx, ids, v); err != nil {
 			return err

@@ -73,19 +73,53 @@ type MaintenanceRequest struct {
 	// a guard against turning off the wrong region.
 	Region string `json:"region"`
 	On     bool   `json:"on"`
+	// Drain (only with on): also take running workflows back from their
+	// workers (they wait DISPATCHED, their recorded progress kept).
+	Drain bool `json:"drain,omitempty"`
 	GovernanceChange
 }
 
-// MaintenanceStatus is a region's maintenance mode (GET /v1/maintenance,
-// and in GET /v1/cluster/status of a manager).
+// Maintenance scopes (MaintenanceStatus.Scope).
+const (
+	MaintenanceScopeRegion  = "region"
+	MaintenanceScopeCluster = "cluster"
+)
+
+// MaintenanceStatus is a maintenance mode: a region's (GET
+// /v1/maintenance, and in GET /v1/cluster/status of a manager) or the
+// cluster's (GET /v1/maintenance/cluster, and in GET /v1/cluster/status
+// of a gate). The fields from On to HLC are the record's: the mode set
+// by its scope's operators and the change that set it.
 type MaintenanceStatus struct {
-	Region    string         `json:"region"`
+	// Scope is region or cluster.
+	Scope     string         `json:"scope,omitempty"`
+	Region    string         `json:"region,omitempty"`
 	On        bool           `json:"on"`
+	Drain     bool           `json:"drain,omitempty"`
 	Since     int64          `json:"since,omitempty"` // Unix ms of the last change
 	Reason    string         `json:"reason,omitempty"`
 	Ticket    string         `json:"ticket,omitempty"`
 	Requestor string         `json:"requestor,omitempty"`
 	HLC       *hlc.Timestamp `json:"hlc,omitempty"`
+	// Cluster (a region's status) is the cluster-wide mode as the region
+	// holds it: the global leader's copy, absent until one arrived.
+	Cluster *MaintenanceStatus `json:"cluster,omitempty"`
+	// Effective (a region's status) is what the region does: its own
+	// mode or the cluster's, whichever is on.
+	Effective *MaintenanceEffect `json:"effective,omitempty"`
+	// Error (GET /v1/maintenance/cluster) says why a region could not be
+	// asked; the other fields are then empty.
+	Error string `json:"error,omitempty"`
+}
+
+// MaintenanceEffect is a region's effective maintenance mode.
+type MaintenanceEffect struct {
+	// On: the region grants no new lease.
+	On bool `json:"on"`
+	// Drain: it also takes running workflows back from their workers.
+	Drain bool `json:"drain"`
+	// By names the modes that put it there: region, cluster, or both.
+	By []string `json:"by"`
 }
 
 // MaintenanceResponse answers POST /v1/maintenance.

@@ -34,7 +34,9 @@ type ClusterStatus struct {
 	Role     string         `json:"role"`
 	Region   string         `json:"region"`
 	Security SecurityStatus `json:"security"`
-	// Maintenance is the region's maintenance mode (managers; issue 18).
+	// Maintenance is the maintenance mode (issue 18): a manager's
+	// region's (its own, its copy of the cluster's, what it does), a
+	// gate's the cluster's once an operator set it.
 	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
 }
 

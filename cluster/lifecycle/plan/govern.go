@@ -16,6 +16,12 @@ type Governance struct {
 	// (or are taken back from silent workers, and then wait); every read
 	// keeps working.
 	Maintenance bool
+	// Drain (with Maintenance): running workflows are also taken back
+	// from live workers, at most MaxDrainPerPass in one pass (drainLease).
+	Drain bool
+	// drained counts this pass's drains against MaxDrainPerPass; a
+	// Governance serves one pass.
+	drained int
 	// Admit returns how many more workflows of job s may be leased in
 	// this pass (-1: no limit; 0: its breaker is open, so they wait
 	// DISPATCHED); Leased tells it one was.
@@ -24,6 +30,35 @@ type Governance struct {
 	// Retry decides about workflow w of job s, which FAILED: the retry to
 	// propose, or nil and why not.
 	Retry func(s *fsm.JobState, w *fsm.WorkflowState) (*fsm.WorkflowRetryScheduled, string)
+}
+
+// MaxDrainPerPass bounds the leases one pass takes back while a region
+// drains: the workers hear of it at their next heartbeat and the lease
+// view shrinks in steps, and the pass's proposal stays small however many
+// workflows run. The rest go in the next passes (the reconciler visits
+// every job with a lease while it drains).
+const MaxDrainPerPass = 256
+
+// DrainReason is the reason of a WorkflowRescheduled that drains.
+const DrainReason = "drained: the region is in maintenance"
+
+// drainLease takes w, LEASED to holder, a live worker, back while the
+// region drains: the ledger's ordinary reschedule (the workflow waits
+// DISPATCHED with its recorded progress, its next lease gets a higher
+// fence, and the worker is told to stop by its next heartbeat's stop list
+// and by the refusal of its reports under the old fence). Its id is the
+// one a reschedule of that lease has whatever its reason, so at most one
+// takes the lease back. False when the region does not drain or this
+// pass drained its MaxDrainPerPass.
+func (p *RegionPass) drainLease(s *fsm.JobState, w *fsm.WorkflowState, holder *WorkerSlot) (fsm.Event, bool) {
+	g := p.Gov
+	if g == nil || !g.Maintenance || !g.Drain || g.drained >= MaxDrainPerPass {
+		return fsm.Event{}, false
+	}
+	g.drained++
+	holder.Load--
+	return planned(decisionID("reschedule", w.ID, strconv.FormatUint(w.LeaseFence, 10)), fsm.TypeWorkflowRescheduled, s,
+		w.LeaseFence, &fsm.WorkflowRescheduled{Workflow: w.ID, FromWorker: w.Worker, Reason: DrainReason}), true
 }
 
 // mayLease reports whether w, DISPATCHED, may be leased in pass p.

@@ -166,6 +166,9 @@ func planLease(s *fsm.JobState, w *fsm.WorkflowState, p *RegionPass) []fsm.Event
 	if w.Status == fsm.WorkflowStatusLeased {
 		holder := p.byID[w.Worker]
 		if holder != nil && holder.Live {
+			if e, ok := p.drainLease(s, w, holder); ok {
+				return []fsm.Event{e} // it waits: a draining region leases nothing
+			}
 			return nil
 		}
 		reason := "worker " + w.Worker + " left"
