@@ -112,7 +112,7 @@ func (w *instantWriter) Watermark() wal.LSN { return 0 }
 // memPersister keeps the HLC's bound in memory.
 type memPersister struct{ ms atomic.Int64 }
 
-func (p *memPersister) Load() (int64, error)  { return p.ms.Load(), nil }
+func (p *memPersister) Load() (int64, error) { return p.ms.Load(), nil }
 func (p *memPersister) Store(ms int64) error { p.ms.Store(ms); return nil }
 
 type instantApplied struct{}
@@ -123,18 +123,18 @@ func (instantApplied) Current() (uint64, <-chan struct{}) { return 0, nil }
 // leading is a Raft group this node leads.
 type leading struct{ id string }
 
-func (l leading) IsLeader() bool                         { return true }
-func (l leading) Leader() group.Leader                   { return group.Leader{ID: l.id} }
-func (l leading) LastContact() time.Duration             { return 0 }
+func (l leading) IsLeader() bool                          { return true }
+func (l leading) Leader() group.Leader                    { return group.Leader{ID: l.id} }
+func (l leading) LastContact() time.Duration              { return 0 }
 func (l leading) ConfirmLeadership(context.Context) error { return nil }
-func (l leading) Status() group.Status                   { return group.Status{State: "Leader", Leader: l.Leader()} }
-func (l leading) Servers() ([]group.Server, error)       { return nil, nil }
-func (l leading) HasServer(string) (bool, error)         { return true, nil }
+func (l leading) Status() group.Status                    { return group.Status{State: "Leader", Leader: l.Leader()} }
+func (l leading) Servers() ([]group.Server, error)        { return nil, nil }
+func (l leading) HasServer(string) (bool, error)          { return true, nil }
 func (l leading) AddServer(string, string, bool, time.Duration) (uint64, error) {
 	return 0, nil
 }
 func (l leading) RemoveServer(string, time.Duration) (uint64, error) { return 0, nil }
-func (l leading) TransferLeadership(string) error                  { return nil }
+func (l leading) TransferLeadership(string) error                    { return nil }
 func (l leading) RestoreSnapshot(uint64, int64, io.Reader, time.Duration) error {
 	return nil
 }
