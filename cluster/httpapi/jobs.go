@@ -54,7 +54,7 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	var spec fsm.JobSpec
-	if err := httpx.DecodeJSON(r, httpx.MaxRequestBytes, &spec); err != nil {
+	if err := decodeSubmit(r, &spec); err != nil {
 		httpx.WriteError(w, err)
 		return
 	}
@@ -66,7 +66,7 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	w.Header().Set("Location", "/v1/jobs/"+out.JobID)
 	if out.Existing {
-		httpx.WriteJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: out.JobID, Existing: true,
+		writeSubmitAnswer(w, http.StatusOK, &api.SubmitJobResponse{JobID: out.JobID, Existing: true,
 			WriteResponse: api.WriteResponse{Durability: out.Level.String(), HLC: out.HLC}})
 		return
 	}
@@ -74,10 +74,10 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 	resp := api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)}
 	if resp.Queued, resp.NextEligibleAt, resp.QueuedBy = heldNote(out.Admission); resp.Queued {
 		resp.Status = fsm.JobStatusPending.String()
-		httpx.WriteJSON(w, http.StatusAccepted, resp) // accepted, held until admitted
+		writeSubmitAnswer(w, http.StatusAccepted, &resp) // accepted, held until admitted
 		return
 	}
-	httpx.WriteJSON(w, http.StatusCreated, resp)
+	writeSubmitAnswer(w, http.StatusCreated, &resp)
 }
 
 // writeResponse is the common part of a write's answer; it sets the
