@@ -107,7 +107,7 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 // parseWriteLevel parses durability= (0 when absent) without checking it
 // against a tier: a batch may be forwarded to the other role.
 func parseWriteLevel(r *http.Request) (commit.Durability, error) {
-	s := r.URL.Query().Get(api.ParamDurability)
+	s := queryValue(r.URL, api.ParamDurability)
 	if s == "" {
 		return 0, nil
 	}

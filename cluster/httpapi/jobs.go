@@ -22,6 +22,15 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > httpx.MaxRequestBytes {
 		return nil, httpx.TooLarge(httpx.MaxRequestBytes)
 	}
+	if r.ContentLength > 0 && r.Body != nil {
+		// The length is known: one buffer of it, not io.ReadAll's
+		// doublings (issue 19). net/http ends the body there.
+		b := make([]byte, r.ContentLength)
+		if n, err := readFull(r.Body, b); n < len(b) {
+			return nil, bodyReadError(err)
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, httpx.MaxRequestBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
