@@ -154,12 +154,19 @@ func (j *Jobs) checkRegions(regions []string) error {
 // is the tenant's own (event ids are scoped by tenant): another tenant's
 // event with the same id is neither found nor a conflict.
 func (j *Jobs) replayFromLedger(tenant string, id fsm.EventID, spec *fsm.JobSpec) (out Submitted, found bool, err error) {
-	se, err := j.cfg.Ledger.Event(tenant, id)
+	// Ledger.Event, without its error for the usual answer, absent
+	// (two string and two error allocations a submit: issue 19).
+	var se *fsm.StoredEvent
+	err = j.cfg.Ledger.View(func(tx fsm.ReadTx) error {
+		var err error
+		se, err = tx.Event(tenant, id)
+		return err
+	})
 	switch {
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, fsm.ErrNotFound) || (err == nil && se == nil):
 		return Submitted{}, false, nil
 	case err != nil:
-		return Submitted{}, true, err
+		return Submitted{}, true, fmt.Errorf("fsm: read event %s: %w", id, err)
 	}
 	created, ok := se.Body.(*fsm.JobCreated)
 	if !ok {
