@@ -85,6 +85,9 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 		return
 	}
 	out := api.BatchResponse{WriteResponse: sv.writeResponse(w, res, req.Events[0].HLC)}
+	if len(res.Results) > 0 {
+		out.Results = make([]api.EventResult, 0, len(res.Results))
+	}
 	for i, rs := range res.Results {
 		er := api.EventResult{ID: req.Events[i].ID, Outcome: rs.Outcome.String(), Seq: rs.Seq}
 		if req.Events[i].Type == fsm.TypeJobCreated {
@@ -98,13 +101,13 @@ func (sv *Server) handleEventsBatch(w http.ResponseWriter, r *http.Request, c *c
 		}
 		out.Results = append(out.Results, er)
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	writeBatchAnswer(w, http.StatusOK, &out)
 }
 
 // parseWriteLevel parses durability= (0 when absent) without checking it
 // against a tier: a batch may be forwarded to the other role.
 func parseWriteLevel(r *http.Request) (commit.Durability, error) {
-	s := r.URL.Query().Get(api.ParamDurability)
+	s := queryValue(r.URL, api.ParamDurability)
 	if s == "" {
 		return 0, nil
 	}

@@ -120,6 +120,10 @@ func (sv *Server) handleListWorkers(w http.ResponseWriter, r *http.Request, _ *c
 // stream.
 func (sv *Server) relay(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !mayName(r.URL.RawQuery, ParamNode) { // the usual call: no query to parse (issue 19)
+			next.ServeHTTP(w, r)
+			return
+		}
 		q := r.URL.Query()
 		node := q.Get(ParamNode)
 		if node == "" || node == sv.cfg.NodeID || !strings.HasPrefix(r.URL.Path, "/v1/") {

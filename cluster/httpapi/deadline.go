@@ -78,17 +78,33 @@ func (sv *Server) deadlines(h http.Handler) http.Handler { return withDeadlines(
 func withDeadlines(h http.Handler, timeouts func() Timeouts) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := timeouts()
-		rc := http.NewResponseController(w)
 		now := time.Now()
-		_ = rc.SetWriteDeadline(now.Add(t.Write + profileDuration(r)))
+		_ = setWriteDeadline(w, now.Add(t.Write+profileDuration(r)))
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			// After the headers net/http leaves the connection without a
 			// read deadline (no ReadTimeout): the body gets one here, and
 			// net/http clears it at the body's end (see above).
-			_ = rc.SetReadDeadline(now.Add(t.Body))
+			_ = setReadDeadline(w, now.Add(t.Body))
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// setWriteDeadline and setReadDeadline are http.ResponseController's, asked
+// of w itself first: net/http's writer has them, and a controller per
+// request is an allocation per request (issue 19).
+func setWriteDeadline(w http.ResponseWriter, t time.Time) error {
+	if d, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		return d.SetWriteDeadline(t)
+	}
+	return http.NewResponseController(w).SetWriteDeadline(t)
+}
+
+func setReadDeadline(w http.ResponseWriter, t time.Time) error {
+	if d, ok := w.(interface{ SetReadDeadline(time.Time) error }); ok {
+		return d.SetReadDeadline(t)
+	}
+	return http.NewResponseController(w).SetReadDeadline(t)
 }
 
 // extendWriteDeadline gives the answer being written to w d more than an

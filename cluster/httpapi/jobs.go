@@ -22,6 +22,15 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > httpx.MaxRequestBytes {
 		return nil, httpx.TooLarge(httpx.MaxRequestBytes)
 	}
+	if r.ContentLength > 0 && r.Body != nil {
+		// The length is known: one buffer of it, not io.ReadAll's
+		// doublings (issue 19). net/http ends the body there.
+		b := make([]byte, r.ContentLength)
+		if n, err := readFull(r.Body, b); n < len(b) {
+			return nil, bodyReadError(err)
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, httpx.MaxRequestBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -54,7 +63,7 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 		return
 	}
 	var spec fsm.JobSpec
-	if err := httpx.DecodeJSON(r, httpx.MaxRequestBytes, &spec); err != nil {
+	if err := decodeSubmit(r, &spec); err != nil {
 		httpx.WriteError(w, err)
 		return
 	}
@@ -66,7 +75,7 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	w.Header().Set("Location", "/v1/jobs/"+out.JobID)
 	if out.Existing {
-		httpx.WriteJSON(w, http.StatusOK, api.SubmitJobResponse{JobID: out.JobID, Existing: true,
+		writeSubmitAnswer(w, http.StatusOK, &api.SubmitJobResponse{JobID: out.JobID, Existing: true,
 			WriteResponse: api.WriteResponse{Durability: out.Level.String(), HLC: out.HLC}})
 		return
 	}
@@ -74,10 +83,10 @@ func (sv *Server) handleSubmitJob(w http.ResponseWriter, r *http.Request, c *cal
 	resp := api.SubmitJobResponse{JobID: out.JobID, WriteResponse: sv.writeResponse(w, res, out.HLC)}
 	if resp.Queued, resp.NextEligibleAt, resp.QueuedBy = heldNote(out.Admission); resp.Queued {
 		resp.Status = fsm.JobStatusPending.String()
-		httpx.WriteJSON(w, http.StatusAccepted, resp) // accepted, held until admitted
+		writeSubmitAnswer(w, http.StatusAccepted, &resp) // accepted, held until admitted
 		return
 	}
-	httpx.WriteJSON(w, http.StatusCreated, resp)
+	writeSubmitAnswer(w, http.StatusCreated, &resp)
 }
 
 // writeResponse is the common part of a write's answer; it sets the

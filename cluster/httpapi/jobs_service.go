@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/internal/httpx"
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -72,7 +74,9 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 	}
 	_, span := j.cfg.Tracer.Start(ctx, tracing.SpanAdmission, attribute.String("strata.tenant", spec.Tenant))
 	adm, err := j.admit(&spec)
-	span.SetAttributes(attribute.Bool("strata.held", adm.held))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Bool("strata.held", adm.held))
+	}
 	tracing.Fail(span, err)
 	span.End()
 	if err != nil {
@@ -129,12 +133,16 @@ func (j *Jobs) Submit(ctx context.Context, p auth.Principal, spec fsm.JobSpec, l
 
 // checkRegions refuses a region no node of the cluster serves.
 func (j *Jobs) checkRegions(regions []string) error {
-	known := map[string]bool{j.cfg.Region: true}
-	for _, m := range j.cfg.Members.Members() {
-		known[m.Meta.Region] = true
-	}
+	var ms []members.Member // gossip's members, read once and only if a region is not this gate's
+	read := false
 	for _, r := range regions {
-		if !known[r] {
+		if r == j.cfg.Region {
+			continue
+		}
+		if !read {
+			ms, read = j.cfg.Members.Members(), true
+		}
+		if !slices.ContainsFunc(ms, func(m members.Member) bool { return m.Meta.Region == r }) {
 			return &httpx.APIError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest,
 				Message: fmt.Sprintf("region %q is not a region of this cluster", r), Details: map[string]any{"field": "regions"}}
 		}
@@ -147,12 +155,19 @@ func (j *Jobs) checkRegions(regions []string) error {
 // is the tenant's own (event ids are scoped by tenant): another tenant's
 // event with the same id is neither found nor a conflict.
 func (j *Jobs) replayFromLedger(tenant string, id fsm.EventID, spec *fsm.JobSpec) (out Submitted, found bool, err error) {
-	se, err := j.cfg.Ledger.Event(tenant, id)
+	// Ledger.Event, without its error for the usual answer, absent
+	// (two string and two error allocations a submit: issue 19).
+	var se *fsm.StoredEvent
+	err = j.cfg.Ledger.View(func(tx fsm.ReadTx) error {
+		var err error
+		se, err = tx.Event(tenant, id)
+		return err
+	})
 	switch {
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, fsm.ErrNotFound) || (err == nil && se == nil):
 		return Submitted{}, false, nil
 	case err != nil:
-		return Submitted{}, true, err
+		return Submitted{}, true, fmt.Errorf("fsm: read event %s: %w", id, err)
 	}
 	created, ok := se.Body.(*fsm.JobCreated)
 	if !ok {

@@ -261,6 +261,7 @@ func methodLabel(m string) string {
 }
 
 func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
+	rm := sv.metrics.route(routeName)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -275,8 +276,8 @@ func (sv *Server) instrument(routeName string, h http.Handler) http.Handler {
 					httpx.WriteError(sw, &httpx.APIError{Status: http.StatusInternalServerError, Code: httpx.CodeInternal, Message: "internal error"})
 				}
 			}
-			sv.metrics.requests.WithLabelValues(routeName, methodLabel(r.Method), strconv.Itoa(sw.status)).Inc()
-			sv.metrics.seconds.WithLabelValues(routeName).Observe(time.Since(start).Seconds())
+			rm.requests(methodLabel(r.Method), sw.status).Inc()
+			rm.latency().Observe(time.Since(start).Seconds())
 			tracing.EndServer(span, sw.status)
 		}()
 		h.ServeHTTP(sw, r)

@@ -37,6 +37,11 @@ const (
 	// maxInternalResponse bounds the answer read back (results of up to
 	// MaxEventsPerBatch events).
 	maxInternalResponse = 8 << 20
+	// maxDrainBytes bounds what is read of an answer after its JSON
+	// value (its newline, the end of a chunked body) so that the
+	// connection goes back to the pool: an answer closed before its end
+	// closes its connection, and the next call dials again.
+	maxDrainBytes = 4 << 10
 	// CallTimeout bounds one node-to-node HTTP call.
 	CallTimeout = 15 * time.Second
 	// nodeIdleConns keeps connections to peers warm: a forwarding follower
@@ -268,7 +273,7 @@ func (ps *Peers) postBatch(ctx context.Context, u string, batch []byte, hops []s
 }
 
 // postInternal posts body to another node's internal endpoint u and
-// decodes the JSON answer into out.
+// decodes the JSON answer into out, reading the answer to its end.
 func (ps *Peers) postInternal(ctx context.Context, u string, body []byte, hops []string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
@@ -284,7 +289,9 @@ func (ps *Peers) postInternal(ctx context.Context, u string, body []byte, hops [
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(out); err != nil {
+	err = json.NewDecoder(io.LimitReader(resp.Body, maxInternalResponse)).Decode(out)
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBytes))
+	if err != nil {
 		return resp.StatusCode, fmt.Errorf("status %d: %w", resp.StatusCode, err)
 	}
 	return resp.StatusCode, nil

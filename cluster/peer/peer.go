@@ -11,6 +11,10 @@
 // client certificate, whatever scheme its URL was built with. Calls go through the fault layer, so a partition cuts them as it
 // cuts Raft and gossip.
 //
+// Connections to a peer are kept warm (nodeIdleConns per host) and every
+// answer is read to its end so that its connection goes back to the pool
+// (TestForward_ConcurrentForwardsReuseConnections).
+//
 // Peers is safe for concurrent use once Run runs. It does not choose the
 // leader (the proposer says who it is), does not retry (the pipeline and
 // the lifecycle do) and never proposes anything but what it is handed.

@@ -162,6 +162,24 @@ func TestOffPassesTheCallersContextOn(t *testing.T) {
 	}
 }
 
+// With tracing off, a request without a caller's context costs nothing:
+// the same request back, a no-op span, no allocation (issue 19).
+func TestOffCostsNothingWithoutACallersContext(t *testing.T) {
+	for _, tr := range []*Tracer{nil, Off()} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/jobs", http.NoBody)
+		allocs := testing.AllocsPerRun(100, func() {
+			r, span := tr.StartServer(req, "/v1/jobs")
+			EndServer(span, http.StatusCreated)
+			if r != req || span.IsRecording() {
+				t.Fatal("off tracer made a new request or a recording span")
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("off tracer: %v allocations per request, want 0", allocs)
+		}
+	}
+}
+
 func TestStartRemote(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tr := WithExporter(exp, "strata-manager", "m1")
