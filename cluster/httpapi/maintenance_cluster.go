@@ -168,6 +168,9 @@ func (sv *Server) askRegion(r *http.Request, region, addr string) api.Maintenanc
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), maintenanceAskTimeout)
 	defer cancel()
+	// A strong read (the default): the gate of another region forwards
+	// it to one of its managers, which forwards it to its leader unless
+	// it is the leader (maxForwardHops allows the three hops).
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+api.PathMaintenance, nil)
 	if err != nil {
 		return failed("%v", err)
@@ -191,7 +194,7 @@ func (sv *Server) askRegion(r *http.Request, region, addr string) api.Maintenanc
 	if resp.StatusCode != http.StatusOK {
 		var env api.ErrorEnvelope
 		if json.Unmarshal(body, &env) == nil && env.Error != nil {
-			return failed("answered %d %s", resp.StatusCode, env.Error.Code)
+			return failed("answered %d %s: %s", resp.StatusCode, env.Error.Code, env.Error.Message)
 		}
 		return failed("answered %d", resp.StatusCode)
 	}

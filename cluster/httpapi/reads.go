@@ -25,9 +25,13 @@ const (
 	// DefaultConsistency is what a read without consistency= gets:
 	// linearizable, as etcd's default.
 	DefaultConsistency = api.ConsistencyStrong
-	// maxForwardHops bounds how often one request is forwarded (a manager
-	// to a gate, that gate to the global leader).
-	maxForwardHops = 2
+	// maxForwardHops bounds how often one request is forwarded: a
+	// manager to a gate, that gate to the global leader; or, for the
+	// cluster's maintenance status, a gate to another region's gate, that
+	// gate to one of its managers, a manager still catching up after a
+	// restart to its leader. A node never forwards a request it already
+	// forwarded (the hops name it), so the bound is not what stops loops.
+	maxForwardHops = 3
 	// maxProxyResponse bounds a forwarded answer.
 	maxProxyResponse = 64 << 20
 )
