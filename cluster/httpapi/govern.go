@@ -213,17 +213,8 @@ func (sv *Server) handleSetMaintenance(w http.ResponseWriter, r *http.Request, c
 			Details: map[string]any{"region": sv.cfg.Region}})
 		return
 	}
-	if err := checkMaintenanceChange(req.On, req.Drain, req.GovernanceChange); err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
-	level, err := sv.writeLevel(r)
-	if err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
 	rec := govern.MaintenanceRecord{On: req.On, Drain: req.Drain, SinceMs: time.Now().UnixMilli()}
-	ts, res, ok := sv.commitMaintenance(w, r, c, level, sv.cfg.Region, rec, req.GovernanceChange)
+	ts, res, ok := sv.commitMaintenance(w, r, c, sv.cfg.Region, rec, req.GovernanceChange)
 	if !ok {
 		return
 	}
@@ -250,10 +241,20 @@ func checkMaintenanceChange(on, drain bool, ch api.GovernanceChange) error {
 	return checkChange(ch)
 }
 
-// commitMaintenance commits rec as the maintenance record under key at
-// level, audited with ch and the caller; false when it wrote the error.
-func (sv *Server) commitMaintenance(w http.ResponseWriter, r *http.Request, c *call, level commit.Durability, key string,
+// commitMaintenance checks and commits rec as the maintenance record
+// under key at the call's write level, audited with ch and the caller;
+// false when it wrote the error.
+func (sv *Server) commitMaintenance(w http.ResponseWriter, r *http.Request, c *call, key string,
 	rec govern.MaintenanceRecord, ch api.GovernanceChange) (hlc.Timestamp, commit.SubmitResult, bool) {
+	if err := checkMaintenanceChange(rec.On, rec.Drain, ch); err != nil {
+		httpx.WriteError(w, err)
+		return hlc.Timestamp{}, commit.SubmitResult{}, false
+	}
+	level, err := sv.writeLevel(r)
+	if err != nil {
+		httpx.WriteError(w, err)
+		return hlc.Timestamp{}, commit.SubmitResult{}, false
+	}
 	value, err := govern.EncodeMaintenance(rec)
 	if err != nil {
 		httpx.WriteError(w, httpx.BadRequest("%v", err))

@@ -76,17 +76,8 @@ func (sv *Server) handleSetClusterMaintenance(w http.ResponseWriter, r *http.Req
 		httpx.WriteError(w, err)
 		return
 	}
-	if err := checkMaintenanceChange(req.On, req.Drain, req.GovernanceChange); err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
-	level, err := sv.writeLevel(r)
-	if err != nil {
-		httpx.WriteError(w, err)
-		return
-	}
 	rec := govern.MaintenanceRecord{On: req.On, Drain: req.Drain, SinceMs: time.Now().UnixMilli()}
-	ts, res, ok := sv.commitMaintenance(w, r, c, level, govern.ClusterMaintenanceKey, rec, req.GovernanceChange)
+	ts, res, ok := sv.commitMaintenance(w, r, c, govern.ClusterMaintenanceKey, rec, req.GovernanceChange)
 	if !ok {
 		return
 	}
