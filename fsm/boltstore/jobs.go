@@ -59,7 +59,7 @@ func (t *tx) entry(id string, create bool) (*jobEntry, error) {
 	if e := t.entries[id]; e != nil {
 		return e, nil
 	}
-	e := t.cache.get(id)
+	e := t.cache.job(id)
 	if e == nil {
 		var err error
 		if e, err = t.loadEntry(id); err != nil {

@@ -33,7 +33,7 @@ type tx struct {
 
 	// Write transactions only.
 	ar         *arena
-	cache      *jobCache // Update's; nil in Replace
+	cache      *hotState // Update's; nil in Replace
 	tailK      int
 	entries    map[string]*jobEntry // jobs loaded or changed in this transaction
 	dirty      []*jobEntry          // entries to write at flush, in first-touch order
@@ -86,13 +86,23 @@ func (t *tx) AppliedIndex() (uint64, error) {
 // Event looks the tenant's event up by its key tenant ‖ 0 ‖ id (ids are
 // scoped by tenant), seeking one cursor reused by the many lookups of a
 // batch, and checks that the record found is that event.
+//
+// In Update, a key at or above its id bound (idbounds.go) is not
+// stored: the answer needs no search, and a search that finds nothing
+// teaches the bounds.
 func (t *tx) Event(tenant string, id fsm.EventID) (*fsm.StoredEvent, error) {
+	t.evKey = appendEventKey(t.evKey[:0], tenant, id)
+	bounds := t.cache.idBounds()
+	if bounds.absent(t.evKey, len(tenant)) {
+		t.missed, t.miss, t.missTenant = true, id, tenant
+		return nil, nil
+	}
 	if t.evCursor == nil {
 		t.evCursor = t.events.Cursor()
 	}
-	t.evKey = appendEventKey(t.evKey[:0], tenant, id)
 	k, ck := t.evCursor.Seek(t.evKey)
 	if !bytes.Equal(k, t.evKey) {
+		bounds.missed(t.evKey, k, len(tenant))
 		t.missed, t.miss, t.missTenant = true, id, tenant
 		return nil, nil
 	}
