@@ -186,9 +186,11 @@ func (t *tx) reindex(old, s *fsm.JobState) error {
 	if old != nil && sameIndexKeys(old, s) {
 		return nil
 	}
-	t.keys = indexKeys(t.keys[:0], old)
+	buf := t.ar.room(indexKeysBytes(old) + indexKeysBytes(s))
+	t.keys, buf = appendIndexKeys(t.keys[:0], buf, old)
 	n := len(t.keys)
-	t.keys = indexKeys(t.keys, s)
+	t.keys, buf = appendIndexKeys(t.keys, buf, s)
+	t.ar.keep(buf) // bbolt may keep what Put is given until the transaction ends
 	olds, news := t.keys[:n], t.keys[n:]
 	for _, k := range olds {
 		if !containsKey(news, k) {
