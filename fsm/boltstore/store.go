@@ -393,6 +393,7 @@ func (s *Store) beginUpdate() *tx {
 		t.entries = make(map[string]*jobEntry)
 		t.lastSeq = make(map[string]uint64)
 		t.blocks = make(map[string]*openBlock)
+		t.workflowsPut = make(map[string]*fsm.WorkflowState)
 	}
 	t.write, t.ar, t.cache, t.tailK = true, &s.ar, s.cache, s.cfg.HistoryTailEntries
 	return t
@@ -410,12 +411,14 @@ func (s *Store) endUpdate(t *tx, committed bool) {
 func (s *Store) releaseTx(t *tx, committed bool) {
 	for id, e := range t.entries {
 		if committed {
-			s.cache.jobs.put(e)
+			s.cache.jobs.put(id, e)
 		} else {
 			s.cache.jobs.forget(id)
 		}
 	}
 	clear(t.entries)
+	s.cache.installWorkflows(t.workflowsPut, committed)
+	clear(t.workflowsPut)
 	clear(t.lastSeq)
 	for _, b := range t.blocks { // left open by a failed transaction
 		t.freeBlocks = append(t.freeBlocks, b)

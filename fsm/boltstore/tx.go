@@ -32,19 +32,22 @@ type tx struct {
 	wfKey    []byte       // scratch: the key Workflow seeks
 
 	// Write transactions only.
-	ar         *arena
-	cache      *hotState // Update's; nil in Replace
-	tailK      int
-	entries    map[string]*jobEntry // jobs loaded or changed in this transaction
-	dirty      []*jobEntry          // entries to write at flush, in first-touch order
-	lastSeq    map[string]uint64    // tenant -> last chain seq, once read
-	missed     bool                 // Event(missTenant, miss) found nothing, and nothing was put since
-	miss       fsm.EventID
-	missTenant string
-	keys       [][]byte              // scratch of reindex
-	blocks     map[string]*openBlock // tenant -> its open chain block
-	freeBlocks []*openBlock
-	scratch    []byte // a record being encoded
+	ar      *arena
+	cache   *hotState // Update's; nil in Replace
+	tailK   int
+	entries map[string]*jobEntry // jobs loaded or changed in this transaction
+	// workflowsPut: the workflows this transaction put (Update's; nil in
+	// Replace), for Workflow and then the workflow cache.
+	workflowsPut map[string]*fsm.WorkflowState
+	dirty        []*jobEntry       // entries to write at flush, in first-touch order
+	lastSeq      map[string]uint64 // tenant -> last chain seq, once read
+	missed       bool              // Event(missTenant, miss) found nothing, and nothing was put since
+	miss         fsm.EventID
+	missTenant   string
+	keys         [][]byte              // scratch of reindex
+	blocks       map[string]*openBlock // tenant -> its open chain block
+	freeBlocks   []*openBlock
+	scratch      []byte // a record being encoded
 	// Replace: commit commits and begins a new transaction once
 	// commitBytes were written since the last.
 	commit      func() error
@@ -213,8 +216,15 @@ func (t *tx) Jobs(tenant, after string, fn func(*fsm.JobState) error) error {
 }
 
 // Workflow seeks one cursor, reused by the many lookups of a batch (a
-// Get makes a new cursor each time), with a reused key.
+// Get makes a new cursor each time), with a reused key. In Update it
+// first looks at what the transaction put and at the workflow cache.
 func (t *tx) Workflow(id string) (*fsm.WorkflowState, error) {
+	if w := t.workflowsPut[id]; w != nil {
+		return w, nil
+	}
+	if w := t.cache.workflow(id); w != nil {
+		return w, nil
+	}
 	if t.wfCursor == nil {
 		t.wfCursor = t.workflows.Cursor()
 	}

@@ -114,6 +114,9 @@ func (t *tx) PutWorkflow(w *fsm.WorkflowState) error {
 	if err := t.workflows.Put(t.ar.bytes(w.ID), v); err != nil {
 		return fmt.Errorf("boltstore: put workflow %q: %w", w.ID, err)
 	}
+	if t.workflowsPut != nil {
+		t.workflowsPut[w.ID] = w
+	}
 	return t.maybeCommit()
 }
 
