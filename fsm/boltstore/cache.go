@@ -75,10 +75,9 @@ func (c *lru[V]) clear() {
 // rollback forgets every entry it touched.
 type jobCache = lru[*jobEntry]
 
-// workflowCache keeps the decoded records of recently written workflows
-// that are not COMPLETED, FAILED or CANCELLED (issue 19, "hot state in
-// memory"): the lease, the progress reports and the end of a workflow
-// read it without a B-tree search and a decode. A record is the value
+// workflowCache keeps the decoded records of recently written LEASED
+// workflows (issue 19, "hot state in memory"): the progress reports and
+// the end of a workflow read it without a B-tree search and a decode. A record is the value
 // the Ledger put (the store owns it; reads share it read-only, as
 // memstore's do); a transaction's puts are installed after it and
 // forgotten after a rollback.

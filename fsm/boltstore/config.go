@@ -22,7 +22,7 @@ const (
 	// DefaultJobCacheEntries is the number of jobs whose decoded value
 	// Update keeps between batches.
 	DefaultJobCacheEntries = 4096
-	// DefaultWorkflowCacheEntries is the number of active workflows
+	// DefaultWorkflowCacheEntries is the number of leased workflows
 	// whose decoded record Update keeps between batches (a few hundred
 	// bytes each).
 	DefaultWorkflowCacheEntries = 8192
@@ -68,8 +68,8 @@ type Config struct {
 	// JobCacheEntries bounds the decoded jobs Update keeps between
 	// batches (so a job touched by every batch is not decoded every time).
 	JobCacheEntries int
-	// WorkflowCacheEntries bounds the decoded records of active
-	// workflows Update keeps between batches (so a lease or a report
+	// WorkflowCacheEntries bounds the decoded records of leased
+	// workflows Update keeps between batches (so a worker's report
 	// neither searches nor decodes its workflow).
 	WorkflowCacheEntries int
 	// MaxImageBytes bounds the image RestoreImage accepts.

@@ -44,7 +44,7 @@
 //
 // Hot state (issue 19; hot.go): between transactions Update keeps in
 // memory the entries of recently written jobs, the decoded records of
-// active workflows (each a bounded LRU: JobCacheEntries,
+// leased workflows (each a bounded LRU: JobCacheEntries,
 // WorkflowCacheEntries) and, per tenant and per client id prefix, an
 // upper bound of the stored event ids, so an increasing id is known new
 // without a search (idbounds.go). All of it describes the state as

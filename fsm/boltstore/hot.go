@@ -39,11 +39,15 @@ func (h *hotState) workflow(id string) *fsm.WorkflowState {
 	return w
 }
 
-// installWorkflows keeps the workflows a transaction put if it
-// committed (those not ended), and forgets them all if it did not.
+// installWorkflows keeps the leased workflows a transaction put if it
+// committed, and forgets the others, and all if it did not. Only leased
+// ones: their worker's reports and end read them, while a dispatched
+// workflow is read once, by its lease, and a region may hold many
+// (keeping every dispatch cost the dispatch-only workload 11 % of its
+// CPU in GC and churn, BENCHMARKS.md).
 func (h *hotState) installWorkflows(put map[string]*fsm.WorkflowState, committed bool) {
 	for id, w := range put {
-		if committed && !w.Status.Terminal() {
+		if committed && w.Status == fsm.WorkflowStatusLeased {
 			h.workflows.put(id, w)
 		} else {
 			h.workflows.forget(id)
