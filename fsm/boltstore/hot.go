@@ -4,12 +4,12 @@ import "github.com/strata-ledger/strata/fsm"
 
 // hotState is what Update keeps in memory between transactions (issue
 // 19, "hot state in memory"): the job cache and the workflow cache
-// (cache.go) and the event id bounds (idbounds.go). It describes the state as applied, never
-// anything the file does not hold or will not hold once the open
-// transaction commits; clear drops it all, whenever that could stop
-// being true (a lost group, a new file, Close). Only Update uses it, under
-// Store.writeMu; Views read the file. A nil *hotState (Replace's
-// transactions) holds nothing.
+// (cache.go) and the event id bounds (idbounds.go). It describes the
+// state as applied, never anything the file does not hold or will not
+// hold once the open transaction commits; clear drops it all whenever
+// that could stop being true (a lost group, a new file, Close). Only
+// Update uses it, under Store.writeMu; Views read the file. A nil
+// *hotState (Replace's transactions) holds nothing.
 type hotState struct {
 	jobs      *jobCache
 	workflows *workflowCache
