@@ -15,6 +15,8 @@ type applier struct {
 	tx    Tx
 	encTx EncodedEventTx // tx, if it takes encoded bodies
 	body  []byte         // scratch: a body's canonical encoding
+	enc   encoder        // reused by AppendBody (saves an allocation per event)
+	val   validator      // reused by Validate (saves an allocation per event)
 	link  []byte         // scratch: a link's hash input
 
 	jobs      map[string]int32 // job id -> index in works
@@ -85,12 +87,12 @@ func rejected(err error) Result { return Result{Outcome: OutcomeRejected, Err: e
 // violation is a Result.
 // raw, if not nil, is the body's canonical encoding (from the batch).
 func (a *applier) apply(e *Event, raw []byte) (Result, error) {
-	if err := e.Validate(); err != nil {
+	if err := e.validate(&a.val); err != nil {
 		return rejected(err), nil
 	}
 	if raw == nil {
 		var err error
-		if a.body, err = AppendBody(a.body[:0], e.Body); err != nil {
+		if a.body, err = a.enc.appendBody(a.body[:0], e.Body); err != nil {
 			return rejected(err), nil
 		}
 		raw = a.body

@@ -208,14 +208,14 @@ func IsPolicyKey(s string) bool {
 // value, hlc, requestor, reason, ticket. Stores keep these bytes; the
 // state digest of a record hashes them.
 func AppendPolicy(b []byte, p *Policy) ([]byte, error) {
-	return encodeRecord(b, "policy", func(e *encoder) {
-		e.str("kind", p.Kind, MaxPolicyKindBytes)
-		e.str("key", p.Key, MaxPolicyKeyBytes)
-		e.str("tenant", p.Tenant, MaxNameBytes)
-		e.str("value", string(p.Value), MaxPolicyValueBytes)
-		e.hlc(p.HLC)
-		e.audit(p.Reason, p.Ticket, p.Requestor)
-	})
+	e := beginRecord(b)
+	e.str("kind", p.Kind, MaxPolicyKindBytes)
+	e.str("key", p.Key, MaxPolicyKeyBytes)
+	e.str("tenant", p.Tenant, MaxNameBytes)
+	e.str("value", string(p.Value), MaxPolicyValueBytes)
+	e.hlc(p.HLC)
+	e.audit(p.Reason, p.Ticket, p.Requestor)
+	return e.endRecord(b, "policy")
 }
 
 // DecodePolicy decodes a governance record and checks its kind and key.

@@ -1,11 +1,29 @@
 package fsm
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // WorkflowID returns the id of a workflow instance:
 // {job_id}/{region}/{name}/{instance}.
 func WorkflowID(jobID, region, name string, instance uint32) string {
 	return jobID + "/" + region + "/" + name + "/" + strconv.FormatUint(uint64(instance), 10)
+}
+
+// isWorkflowID reports whether id is WorkflowID(jobID, region, name,
+// instance), without building it (an allocation per dispatch).
+func isWorkflowID(id, jobID, region, name string, instance uint32) bool {
+	var buf [10]byte
+	num := strconv.AppendUint(buf[:0], uint64(instance), 10)
+	for _, part := range [...]string{jobID, "/", region, "/", name, "/"} {
+		rest, ok := strings.CutPrefix(id, part)
+		if !ok {
+			return false
+		}
+		id = rest
+	}
+	return id == string(num)
 }
 
 // WorkflowDispatched creates a workflow instance in the regional ledger:

@@ -50,7 +50,10 @@ func (e *Event) appendBinary(b, body []byte) ([]byte, error) {
 	if body != nil {
 		enc.b = append(enc.b, body...)
 	} else {
-		e.Body.encode(&enc)
+		var err error
+		if enc.b, err = encodeBody(enc.b, e.Body); err != nil {
+			enc.fail(err)
+		}
 	}
 	n := len(enc.b) - at - 4
 	if n > MaxEventBodyBytes {
@@ -79,15 +82,34 @@ func (e *Event) UnmarshalBinary(b []byte) error {
 // AppendBody appends the canonical binary encoding of a body: the bytes the
 // event encoding carries and the audit chain hashes.
 func AppendBody(b []byte, body Body) ([]byte, error) {
-	enc := encoder{b: b}
-	body.encode(&enc)
+	var enc encoder
+	return enc.appendBody(b, body)
+}
+
+// appendBody is AppendBody with an encoder of the caller's. The
+// interface call takes the encoder's address, which moves a local one to
+// the heap: the applier keeps one and saves that allocation per event.
+func (enc *encoder) appendBody(b []byte, body Body) ([]byte, error) {
+	*enc = encoder{b: b}
+	body.encode(enc)
 	if n := len(enc.b) - len(b); n > MaxEventBodyBytes {
 		enc.fail(&LimitError{Field: "body", Limit: MaxEventBodyBytes, Got: n})
 	}
-	if enc.err != nil {
-		return b, enc.err
+	out, err := enc.b, enc.err
+	*enc = encoder{}
+	if err != nil {
+		return b, err
 	}
-	return enc.b, nil
+	return out, nil
+}
+
+// encodeBody appends body's encoding to b, without the body size limit,
+// with an encoder of its own: the interface call moves that encoder to
+// the heap, and only when it is made, not the encoder of its caller.
+func encodeBody(b []byte, body Body) ([]byte, error) {
+	enc := encoder{b: b}
+	body.encode(&enc)
+	return enc.b, enc.err
 }
 
 // DecodeEvent decodes one encoded event, exactly: trailing bytes are an

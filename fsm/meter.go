@@ -80,12 +80,12 @@ func AppendMeter(b []byte, m *Meter) ([]byte, error) {
 	if err := validMeter(m); err != nil {
 		return b, fmt.Errorf("encode meter record: %w", err)
 	}
-	return encodeRecord(b, "meter", func(e *encoder) {
-		e.str("kind", m.Kind, MaxPolicyKindBytes)
-		e.str("key", m.Key, MaxPolicyKeyBytes)
-		e.varint(m.Level)
-		e.varint(m.AtMs)
-	})
+	e := beginRecord(b)
+	e.str("kind", m.Kind, MaxPolicyKindBytes)
+	e.str("key", m.Key, MaxPolicyKeyBytes)
+	e.varint(m.Level)
+	e.varint(m.AtMs)
+	return e.endRecord(b, "meter")
 }
 
 // DecodeMeter decodes a meter record and checks its fields.

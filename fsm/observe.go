@@ -167,7 +167,9 @@ func RegionDigest(s *JobState, region string) (Hash, bool, error) {
 	if i < 0 {
 		return Hash{}, false, nil
 	}
-	b, err := encodeRecord(nil, "region", func(e *encoder) { e.regionState(&s.Regions[i]) })
+	e := beginRecord(nil)
+	e.regionState(&s.Regions[i])
+	b, err := e.endRecord(nil, "region")
 	if err != nil {
 		return Hash{}, false, err
 	}

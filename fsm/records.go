@@ -62,10 +62,18 @@ func decodeRecord(what string, b []byte, fn func(r *reader)) error {
 	return nil
 }
 
-func encodeRecord(b []byte, what string, fn func(e *encoder)) ([]byte, error) {
+// beginRecord starts a record at the end of b: its version. The
+// encoder is a value, not passed to a function the compiler cannot see,
+// so it stays on the stack (issue 19: one allocation less per record).
+func beginRecord(b []byte) encoder {
 	e := encoder{b: b}
 	e.version()
-	fn(&e)
+	return e
+}
+
+// endRecord ends the record begun at the end of b: e.b, or b and the
+// first failure (the record size limit included).
+func (e *encoder) endRecord(b []byte, what string) ([]byte, error) {
 	if n := len(e.b) - len(b); e.err == nil && n > MaxRecordBytes {
 		e.fail(&LimitError{Field: what + " record", Limit: MaxRecordBytes, Got: n})
 	}
@@ -85,15 +93,15 @@ func AppendStoredEvent(b []byte, se *StoredEvent) ([]byte, error) {
 // encoded: body, if not nil, must be the canonical encoding of se.Body
 // (what AppendBody writes and BodyHash covers), as EncodedEventTx gets it.
 func AppendStoredEventBody(b []byte, se *StoredEvent, body []byte) ([]byte, error) {
-	return encodeRecord(b, "event", func(e *encoder) {
-		e.uvarint(se.Seq)
-		e.hash(se.Link)
-		e.hash(se.BodyHash)
-		var err error
-		if e.b, err = se.Event.appendBinary(e.b, body); err != nil {
-			e.fail(err)
-		}
-	})
+	e := beginRecord(b)
+	e.uvarint(se.Seq)
+	e.hash(se.Link)
+	e.hash(se.BodyHash)
+	var err error
+	if e.b, err = se.Event.appendBinary(e.b, body); err != nil {
+		e.fail(err)
+	}
+	return e.endRecord(b, "event")
 }
 
 // DecodeStoredEvent decodes a stored event record.
@@ -113,10 +121,10 @@ func DecodeStoredEvent(b []byte) (*StoredEvent, error) {
 
 // AppendChainHead appends a chain head record: version, Seq, Link.
 func AppendChainHead(b []byte, h ChainHead) ([]byte, error) {
-	return encodeRecord(b, "chain head", func(e *encoder) {
-		e.uvarint(h.Seq)
-		e.hash(h.Link)
-	})
+	e := beginRecord(b)
+	e.uvarint(h.Seq)
+	e.hash(h.Link)
+	return e.endRecord(b, "chain head")
 }
 
 // DecodeChainHead decodes a chain head record.
@@ -132,38 +140,38 @@ func DecodeChainHead(b []byte) (ChainHead, error) {
 // AppendJobState appends a job state record. It is also the canonical
 // encoding a job's digest hashes, so equal states have equal bytes.
 func AppendJobState(b []byte, s *JobState) ([]byte, error) {
-	return encodeRecord(b, "job", func(e *encoder) {
-		e.str("job_id", s.JobID, MaxJobIDBytes)
-		e.str("tenant", s.Tenant, MaxNameBytes)
-		e.u8(uint8(s.Status))
-		e.uvarint(s.Fence)
-		e.jobSpec(&s.Spec)
-		e.count("regions", len(s.Regions), MaxRegionsPerJob)
-		for i := range s.Regions {
-			e.regionState(&s.Regions[i])
+	e := beginRecord(b)
+	e.str("job_id", s.JobID, MaxJobIDBytes)
+	e.str("tenant", s.Tenant, MaxNameBytes)
+	e.u8(uint8(s.Status))
+	e.uvarint(s.Fence)
+	e.jobSpec(&s.Spec)
+	e.count("regions", len(s.Regions), MaxRegionsPerJob)
+	for i := range s.Regions {
+		e.regionState(&s.Regions[i])
+	}
+	e.key(s.Created)
+	e.hlc(s.HLC)
+	e.decision(&s.Decision)
+	e.key(s.Last)
+	e.u32(s.Events)
+	// Optional, last: a pending completion (none: no bytes, so the
+	// record of a job without one is what it was before the field).
+	if s.Pending.Type != 0 {
+		if s.Pending.Type != TypeJobCompleted {
+			e.fail(fieldErr("pending.type", "not JobCompleted"))
+			return e.endRecord(b, "job")
 		}
-		e.key(s.Created)
-		e.hlc(s.HLC)
-		e.decision(&s.Decision)
-		e.key(s.Last)
-		e.u32(s.Events)
-		// Optional, last: a pending completion (none: no bytes, so the
-		// record of a job without one is what it was before the field).
-		if s.Pending.Type != 0 {
-			if s.Pending.Type != TypeJobCompleted {
-				e.fail(fieldErr("pending.type", "not JobCompleted"))
-				return
-			}
-			e.decision(&s.Pending)
-		}
-		// Optional, after it: the spec extension and the admission
-		// (spec_ext.go; none: no bytes).
-		if s.Spec.hasExt() || s.Admitted {
-			e.u8(specExtTag)
-			e.specExt(&s.Spec)
-			e.boolean(s.Admitted)
-		}
-	})
+		e.decision(&s.Pending)
+	}
+	// Optional, after it: the spec extension and the admission
+	// (spec_ext.go; none: no bytes).
+	if s.Spec.hasExt() || s.Admitted {
+		e.u8(specExtTag)
+		e.specExt(&s.Spec)
+		e.boolean(s.Admitted)
+	}
+	return e.endRecord(b, "job")
 }
 
 // DecodeJobState decodes a job state record.
@@ -253,7 +261,10 @@ func (e *encoder) decision(d *Decision) {
 	e.str("decision.node", d.Node, MaxNameBytes)
 	at := len(e.b)
 	e.b = append(e.b, 0, 0, 0, 0)
-	d.Body.encode(e)
+	var err error
+	if e.b, err = encodeBody(e.b, d.Body); err != nil {
+		e.fail(err)
+	}
 	n := len(e.b) - at - 4
 	if n > MaxEventBodyBytes {
 		e.fail(&LimitError{Field: "decision.body", Limit: MaxEventBodyBytes, Got: n})
@@ -295,26 +306,26 @@ func (r *reader) decision(d *Decision) {
 
 // AppendWorkflowState appends a workflow record.
 func AppendWorkflowState(b []byte, w *WorkflowState) ([]byte, error) {
-	return encodeRecord(b, "workflow", func(e *encoder) {
-		e.str("workflow", w.ID, MaxWorkflowIDBytes)
-		e.str("job_id", w.JobID, MaxJobIDBytes)
-		e.str("tenant", w.Tenant, MaxNameBytes)
-		e.str("region", w.Region, MaxRegionBytes)
-		e.str("name", w.Name, MaxNameBytes)
-		e.u32(w.Instance)
-		e.workflowSpec(&w.Spec)
-		e.u8(uint8(w.Status))
-		e.str("worker", w.Worker, MaxNameBytes)
-		e.varint(w.LeaseUntilMs)
-		e.uvarint(w.LeaseFence)
-		e.uvarint(w.Completed)
-		e.uvarint(w.Failed)
-		e.stats("stats", w.Stats)
-		e.str("error", w.Error, MaxTextBytes)
-		e.u32(w.Reschedules)
-		e.hlc(w.HLC)
-		e.workflowRetries(w)
-	})
+	e := beginRecord(b)
+	e.str("workflow", w.ID, MaxWorkflowIDBytes)
+	e.str("job_id", w.JobID, MaxJobIDBytes)
+	e.str("tenant", w.Tenant, MaxNameBytes)
+	e.str("region", w.Region, MaxRegionBytes)
+	e.str("name", w.Name, MaxNameBytes)
+	e.u32(w.Instance)
+	e.workflowSpec(&w.Spec)
+	e.u8(uint8(w.Status))
+	e.str("worker", w.Worker, MaxNameBytes)
+	e.varint(w.LeaseUntilMs)
+	e.uvarint(w.LeaseFence)
+	e.uvarint(w.Completed)
+	e.uvarint(w.Failed)
+	e.stats("stats", w.Stats)
+	e.str("error", w.Error, MaxTextBytes)
+	e.u32(w.Reschedules)
+	e.hlc(w.HLC)
+	e.workflowRetries(w)
+	return e.endRecord(b, "workflow")
 }
 
 // DecodeWorkflowState decodes a workflow record.
@@ -351,14 +362,14 @@ func DecodeWorkflowState(b []byte) (*WorkflowState, error) {
 
 // AppendWorkerState appends a worker record.
 func AppendWorkerState(b []byte, w *WorkerState) ([]byte, error) {
-	return encodeRecord(b, "worker", func(e *encoder) {
-		e.str("worker", w.ID, MaxNameBytes)
-		e.str("region", w.Region, MaxRegionBytes)
-		e.u32(w.Capacity)
-		e.boolean(w.Active)
-		e.str("reason", w.Reason, MaxTextBytes)
-		e.hlc(w.HLC)
-	})
+	e := beginRecord(b)
+	e.str("worker", w.ID, MaxNameBytes)
+	e.str("region", w.Region, MaxRegionBytes)
+	e.u32(w.Capacity)
+	e.boolean(w.Active)
+	e.str("reason", w.Reason, MaxTextBytes)
+	e.hlc(w.HLC)
+	return e.endRecord(b, "worker")
 }
 
 // DecodeWorkerState decodes a worker record.
@@ -382,7 +393,9 @@ func DecodeWorkerState(b []byte) (*WorkerState, error) {
 // The tenant is the record's key (a store's key, a snapshot record's
 // prefix).
 func AppendForwardMark(b []byte, seq uint64) ([]byte, error) {
-	return encodeRecord(b, "forward mark", func(e *encoder) { e.uvarint(seq) })
+	e := beginRecord(b)
+	e.uvarint(seq)
+	return e.endRecord(b, "forward mark")
 }
 
 // DecodeForwardMark decodes a forward mark record.

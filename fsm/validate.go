@@ -13,12 +13,22 @@ import (
 // *LimitError (both errors.Is ErrInvalidEvent). It does not consult any
 // state: whether the event is legal now is the Ledger's question.
 func (e *Event) Validate() error {
-	v := validator{}
+	var v validator
+	return e.validate(&v)
+}
+
+// validate is Validate with a validator of the caller's. The interface
+// call takes the validator's address, which moves a local one to the
+// heap: the applier keeps one and saves that allocation per event.
+func (e *Event) validate(v *validator) error {
+	*v = validator{}
 	v.envelope(e)
 	if v.err == nil {
-		e.Body.validate(&v)
+		e.Body.validate(v)
 	}
-	return v.err
+	err := v.err
+	*v = validator{}
+	return err
 }
 
 // validator collects the first rule an event breaks.
@@ -199,7 +209,9 @@ func (v *validator) regions(field string, rs []string, min int) {
 }
 
 func (v *validator) workflowSpec(field string, w *WorkflowSpec) {
-	v.name(field+".name", w.Name)
+	if len(w.Name) > MaxNameBytes || !IsName(w.Name) { // the field's name is built only for the error
+		v.name(field+".name", w.Name)
+	}
 	switch {
 	case w.Count > MaxWorkflowCount:
 		v.limit(field+".count", MaxWorkflowCount, int(w.Count))
@@ -301,8 +313,8 @@ func (b *WorkflowDispatched) validate(v *validator) {
 	if v.err == nil && b.Spec.Name != b.Name {
 		v.fail("spec.name", "differs from the workflow's name")
 	}
-	if want := WorkflowID(v.e.JobID, v.e.Region, b.Name, b.Instance); v.err == nil && b.Workflow != want {
-		v.fail("workflow", fmt.Sprintf("%q, want %q", b.Workflow, want))
+	if v.err == nil && !isWorkflowID(b.Workflow, v.e.JobID, v.e.Region, b.Name, b.Instance) {
+		v.fail("workflow", fmt.Sprintf("%q, want %q", b.Workflow, WorkflowID(v.e.JobID, v.e.Region, b.Name, b.Instance)))
 	}
 }
 

@@ -48,7 +48,17 @@ type regionalClient struct {
 	jobID string
 	name  string
 	seq   uint64
+	// lifecycle: the client's workflows live their whole life, as a
+	// region's workers make them (lifecyclePhases events each), instead
+	// of being dispatched only.
+	lifecycle bool
 }
+
+// lifecyclePhases: dispatched, leased, three progress reports, completed.
+const lifecyclePhases = 6
+
+// regionalWorker holds the leases of the lifecycle workload.
+const regionalWorker = "bench-worker"
 
 func newRegionalClient(id uint32, name string) *regionalClient {
 	gate := fmt.Sprintf("b%08xc%d", uint32(regionalNonce), id)
@@ -64,16 +74,39 @@ func (c *regionalClient) next(wall int64) fsm.Event {
 	binary.BigEndian.PutUint32(id[0:], regionalNonce)
 	binary.BigEndian.PutUint32(id[4:], c.id)
 	binary.BigEndian.PutUint64(id[8:], seq)
-	return fsm.Event{
-		ID: id, Type: fsm.TypeWorkflowDispatched, JobID: c.jobID, Tenant: regionalTenant,
-		Region: regionalRegion, Node: regionalNode,
-		HLC: hlc.Timestamp{WallMs: wall, Logical: uint32(seq), Node: c.id + 1},
-		Body: &fsm.WorkflowDispatched{
-			Workflow: fsm.WorkflowID(c.jobID, regionalRegion, c.name, uint32(seq)),
-			Name:     c.name, Instance: uint32(seq),
-			Spec: fsm.WorkflowSpec{Name: c.name, Count: 1, Duration: fsm.Duration(time.Minute)},
-		},
+	instance, phase := uint32(seq), uint64(0)
+	if c.lifecycle {
+		instance, phase = uint32(seq/lifecyclePhases), seq%lifecyclePhases
 	}
+	wf := fsm.WorkflowID(c.jobID, regionalRegion, c.name, instance)
+	var body fsm.Body
+	fence := uint64(0)
+	switch phase {
+	case 0:
+		body = &fsm.WorkflowDispatched{Workflow: wf, Name: c.name, Instance: instance,
+			Spec: fsm.WorkflowSpec{Name: c.name, Count: 1, Duration: fsm.Duration(time.Minute)}}
+	case 1:
+		body = &fsm.WorkflowLeased{Workflow: wf, Worker: regionalWorker, LeaseUntilMs: wall + 60_000, LeaseFence: 1}
+	case lifecyclePhases - 1:
+		body, fence = &fsm.WorkflowCompleted{Workflow: wf}, 1
+	default:
+		body, fence = &fsm.WorkflowProgress{Workflow: wf, Completed: phase * 100, Failed: phase}, 1
+	}
+	return fsm.Event{
+		ID: id, Type: body.EventType(), JobID: c.jobID, Tenant: regionalTenant,
+		Region: regionalRegion, Node: regionalNode, Fence: fence,
+		HLC:  hlc.Timestamp{WallMs: wall, Logical: uint32(seq), Node: c.id + 1},
+		Body: body,
+	}
+}
+
+// workerJoined registers the worker of the lifecycle workload.
+func workerJoined() fsm.Event {
+	var id fsm.EventID
+	binary.BigEndian.PutUint32(id[0:], regionalNonce+1)
+	return fsm.Event{ID: id, Type: fsm.TypeWorkerJoined, Region: regionalRegion, Node: regionalNode,
+		HLC:  hlc.Timestamp{WallMs: regionalStartMs, Node: 1},
+		Body: &fsm.WorkerJoined{Worker: regionalWorker, Capacity: regionalClients}}
 }
 
 // regionalName pads the workflow name as test/bench does: the body size
@@ -99,11 +132,15 @@ func abs(n int) int { return max(n, -n) }
 // regionalStream returns n encoded batches (Raft entries) of the
 // workload: in each round every client sends its next event, clients in
 // a random order, and the events are cut into batches of size.
-func regionalStream(tb testing.TB, n, size int) [][]byte {
+//
+// lifecycle makes the clients' workflows live their whole life (after a
+// first event that registers their worker).
+func regionalStream(tb testing.TB, n, size int, lifecycle bool) [][]byte {
 	name := regionalName(tb)
 	clients := make([]*regionalClient, regionalClients)
 	for i := range clients {
 		clients[i] = newRegionalClient(uint32(i), name)
+		clients[i].lifecycle = lifecycle
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	order := make([]int, regionalClients)
@@ -112,6 +149,9 @@ func regionalStream(tb testing.TB, n, size int) [][]byte {
 	}
 	out := make([][]byte, 0, n)
 	batch := make([]fsm.Event, 0, size)
+	if lifecycle {
+		batch = append(batch, workerJoined())
+	}
 	sent := 0
 	for len(out) < n {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -148,14 +188,22 @@ func regionalStream(tb testing.TB, n, size int) [][]byte {
 // commit=group is events=50 with group commit as a node runs it
 // (boltstore.NodeCommitInterval, default CommitUpdates): Raft entries
 // share transactions; pages/tx then counts per entry (Update).
+// lifecycle/commit=group is the same with every workflow leased to a
+// worker, reported on three times and completed (lifecyclePhases events
+// per workflow, ~255 other events between two of one workflow): what a
+// region with workers applies besides the dispatches.
 func BenchmarkRegionalApply(b *testing.B) {
 	for _, size := range []int{regionalBatch, regionalGroupedBatch} {
 		b.Run(fmt.Sprintf("events=%d", size), func(b *testing.B) {
-			benchRegional(b, regionalStream(b, regionalStreamEvents/size, size), size, 0)
+			benchRegional(b, regionalStream(b, regionalStreamEvents/size, size, false), size, 0)
 		})
 	}
 	b.Run(fmt.Sprintf("events=%d/commit=group", regionalBatch), func(b *testing.B) {
-		benchRegional(b, regionalStream(b, regionalStreamEvents/regionalBatch, regionalBatch), regionalBatch,
+		benchRegional(b, regionalStream(b, regionalStreamEvents/regionalBatch, regionalBatch, false), regionalBatch,
+			boltstore.NodeCommitInterval)
+	})
+	b.Run(fmt.Sprintf("events=%d/lifecycle/commit=group", regionalBatch), func(b *testing.B) {
+		benchRegional(b, regionalStream(b, regionalStreamEvents/regionalBatch, regionalBatch, true), regionalBatch,
 			boltstore.NodeCommitInterval)
 	})
 }

@@ -22,6 +22,10 @@ const (
 	// DefaultJobCacheEntries is the number of jobs whose decoded value
 	// Update keeps between batches.
 	DefaultJobCacheEntries = 4096
+	// DefaultWorkflowCacheEntries is the number of leased workflows
+	// whose decoded record Update keeps between batches (a few hundred
+	// bytes each).
+	DefaultWorkflowCacheEntries = 8192
 	// DefaultMaxImageBytes bounds the store image a restore accepts.
 	DefaultMaxImageBytes = 1 << 40
 	// DefaultReplaceCommitBytes is how much Replace writes to its new file
@@ -64,6 +68,10 @@ type Config struct {
 	// JobCacheEntries bounds the decoded jobs Update keeps between
 	// batches (so a job touched by every batch is not decoded every time).
 	JobCacheEntries int
+	// WorkflowCacheEntries bounds the decoded records of leased
+	// workflows Update keeps between batches (so a worker's report
+	// neither searches nor decodes its workflow).
+	WorkflowCacheEntries int
 	// MaxImageBytes bounds the image RestoreImage accepts.
 	MaxImageBytes int64
 	// ReplaceCommitBytes: Replace commits its new file every time about
@@ -102,6 +110,9 @@ func (c *Config) Validate() error {
 	if c.JobCacheEntries == 0 {
 		c.JobCacheEntries = DefaultJobCacheEntries
 	}
+	if c.WorkflowCacheEntries == 0 {
+		c.WorkflowCacheEntries = DefaultWorkflowCacheEntries
+	}
 	if c.MaxImageBytes == 0 {
 		c.MaxImageBytes = DefaultMaxImageBytes
 	}
@@ -129,6 +140,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("boltstore: config: HistoryTailEntries %d is outside [2, %d]", c.HistoryTailEntries, MaxHistoryTailEntries)
 	case c.JobCacheEntries < 0:
 		return fmt.Errorf("boltstore: config: JobCacheEntries %d is negative", c.JobCacheEntries)
+	case c.WorkflowCacheEntries < 0:
+		return fmt.Errorf("boltstore: config: WorkflowCacheEntries %d is negative", c.WorkflowCacheEntries)
 	case c.MaxImageBytes < minImageBytes:
 		return fmt.Errorf("boltstore: config: MaxImageBytes %d is below %d", c.MaxImageBytes, minImageBytes)
 	case c.ReplaceCommitBytes < 1<<20:

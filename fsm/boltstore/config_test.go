@@ -20,6 +20,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"tail of one", boltstore.Config{Path: "x.db", HistoryTailEntries: 1}, "HistoryTailEntries"},
 		{"tail too long", boltstore.Config{Path: "x.db", HistoryTailEntries: boltstore.MaxHistoryTailEntries + 1}, "HistoryTailEntries"},
 		{"negative cache", boltstore.Config{Path: "x.db", JobCacheEntries: -1}, "JobCacheEntries"},
+		{"negative workflow cache", boltstore.Config{Path: "x.db", WorkflowCacheEntries: -1}, "WorkflowCacheEntries"},
 		{"tiny image limit", boltstore.Config{Path: "x.db", MaxImageBytes: 10}, "MaxImageBytes"},
 		{"tiny commits", boltstore.Config{Path: "x.db", ReplaceCommitBytes: 1000}, "ReplaceCommitBytes"},
 	} {

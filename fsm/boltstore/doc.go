@@ -42,6 +42,17 @@
 // at Close, so pages shared by the events of several Raft entries are
 // written once (group.go says why the promises hold).
 //
+// Hot state (issue 19; hot.go): between transactions Update keeps in
+// memory the entries of recently written jobs, the decoded records of
+// leased workflows (each a bounded LRU: JobCacheEntries,
+// WorkflowCacheEntries) and, per tenant and per client id prefix, an
+// upper bound of the stored event ids, so an increasing id is known new
+// without a search (idbounds.go). All of it describes the state as
+// applied: a transaction's writes are installed after it and forgotten
+// after a rollback, and a lost group, a restore and Close clear it.
+// Writes still go to the file in the transaction that makes them
+// (nothing is written behind); Views read the file only.
+//
 // Invariants:
 //   - One Update is in one bbolt transaction (alone, or with the Updates
 //     before it under group commit): all of it or none of it is in the

@@ -59,7 +59,7 @@ func (t *tx) entry(id string, create bool) (*jobEntry, error) {
 	if e := t.entries[id]; e != nil {
 		return e, nil
 	}
-	e := t.cache.get(id)
+	e := t.cache.job(id)
 	if e == nil {
 		var err error
 		if e, err = t.loadEntry(id); err != nil {
@@ -186,9 +186,11 @@ func (t *tx) reindex(old, s *fsm.JobState) error {
 	if old != nil && sameIndexKeys(old, s) {
 		return nil
 	}
-	t.keys = indexKeys(t.keys[:0], old)
+	buf := t.ar.room(indexKeysBytes(old) + indexKeysBytes(s))
+	t.keys, buf = appendIndexKeys(t.keys[:0], buf, old)
 	n := len(t.keys)
-	t.keys = indexKeys(t.keys, s)
+	t.keys, buf = appendIndexKeys(t.keys, buf, s)
+	t.ar.keep(buf) // bbolt may keep what Put is given until the transaction ends
 	olds, news := t.keys[:n], t.keys[n:]
 	for _, k := range olds {
 		if !containsKey(news, k) {

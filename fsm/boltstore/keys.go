@@ -143,12 +143,22 @@ func appendIndexPrefix(b []byte, tenant string, status fsm.JobStatus, region str
 // and status, and per assigned region by tenant and region and by tenant,
 // region and status. nil has none.
 func indexKeys(keys [][]byte, s *fsm.JobState) [][]byte {
+	keys, _ = appendIndexKeys(keys, nil, s)
+	return keys
+}
+
+// appendIndexKeys is indexKeys with the keys' bytes appended to buf: a
+// write transaction carves them from its arena, indexKeysBytes(s) of
+// room, instead of allocating two slices per key.
+func appendIndexKeys(keys [][]byte, buf []byte, s *fsm.JobState) ([][]byte, []byte) {
 	if s == nil {
-		return keys
+		return keys, buf
 	}
 	add := func(status fsm.JobStatus, region string) {
-		k := appendIndexPrefix(nil, s.Tenant, status, region)
-		keys = append(keys, append(k, s.JobID...))
+		start := len(buf)
+		buf = appendIndexPrefix(buf, s.Tenant, status, region)
+		buf = append(buf, s.JobID...)
+		keys = append(keys, buf[start:len(buf):len(buf)])
 	}
 	add(fsm.JobStatusUnknown, "")
 	add(s.Status, "")
@@ -156,7 +166,21 @@ func indexKeys(keys [][]byte, s *fsm.JobState) [][]byte {
 		add(fsm.JobStatusUnknown, s.Regions[i].Region)
 		add(s.Status, s.Regions[i].Region)
 	}
-	return keys
+	return keys, buf
+}
+
+// indexKeysBytes is the length of s's index keys together (0 for nil):
+// per key its kind, tenant ‖ 0, job id, and region ‖ 0 and status if it
+// has them.
+func indexKeysBytes(s *fsm.JobState) int {
+	if s == nil {
+		return 0
+	}
+	n := 2*(2+len(s.Tenant)+len(s.JobID)) + 1
+	for i := range s.Regions {
+		n += 2*(3+len(s.Tenant)+len(s.Regions[i].Region)+len(s.JobID)) + 1
+	}
+	return n
 }
 
 // sameIndexKeys reports whether a and b have the same index keys (the

@@ -39,9 +39,9 @@ type Store struct {
 	// Close); it guards ar, wtx and cache.
 	writeMu sync.Mutex
 	ar      arena
-	wtx     tx // Update's, reused
-	cache   *jobCache
-	group   group // group commit's open transaction (group.go)
+	wtx     tx        // Update's, reused
+	cache   *hotState // what Update keeps between transactions (hot.go)
+	group   group     // group commit's open transaction (group.go)
 	// onCommit is called after each group commit (SetOnCommit); guarded
 	// by writeMu.
 	onCommit func()
@@ -64,7 +64,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, marker: cfg.Path + ".state", cache: newJobCache(cfg.JobCacheEntries)}
+	s := &Store{cfg: cfg, log: cfg.Logger, marker: cfg.Path + ".state", cache: newHotState(cfg)}
 	unlock, err := lockStore(cfg.Path, cfg.LockTimeout)
 	if err != nil {
 		return nil, err
@@ -393,6 +393,7 @@ func (s *Store) beginUpdate() *tx {
 		t.entries = make(map[string]*jobEntry)
 		t.lastSeq = make(map[string]uint64)
 		t.blocks = make(map[string]*openBlock)
+		t.workflowsPut = make(map[string]*fsm.WorkflowState)
 	}
 	t.write, t.ar, t.cache, t.tailK = true, &s.ar, s.cache, s.cfg.HistoryTailEntries
 	return t
@@ -410,12 +411,14 @@ func (s *Store) endUpdate(t *tx, committed bool) {
 func (s *Store) releaseTx(t *tx, committed bool) {
 	for id, e := range t.entries {
 		if committed {
-			s.cache.put(e)
+			s.cache.jobs.put(id, e)
 		} else {
-			s.cache.forget(id)
+			s.cache.jobs.forget(id)
 		}
 	}
 	clear(t.entries)
+	s.cache.installWorkflows(t.workflowsPut, committed)
+	clear(t.workflowsPut)
 	clear(t.lastSeq)
 	for _, b := range t.blocks { // left open by a failed transaction
 		t.freeBlocks = append(t.freeBlocks, b)

@@ -32,19 +32,22 @@ type tx struct {
 	wfKey    []byte       // scratch: the key Workflow seeks
 
 	// Write transactions only.
-	ar         *arena
-	cache      *jobCache // Update's; nil in Replace
-	tailK      int
-	entries    map[string]*jobEntry // jobs loaded or changed in this transaction
-	dirty      []*jobEntry          // entries to write at flush, in first-touch order
-	lastSeq    map[string]uint64    // tenant -> last chain seq, once read
-	missed     bool                 // Event(missTenant, miss) found nothing, and nothing was put since
-	miss       fsm.EventID
-	missTenant string
-	keys       [][]byte              // scratch of reindex
-	blocks     map[string]*openBlock // tenant -> its open chain block
-	freeBlocks []*openBlock
-	scratch    []byte // a record being encoded
+	ar      *arena
+	cache   *hotState // Update's; nil in Replace
+	tailK   int
+	entries map[string]*jobEntry // jobs loaded or changed in this transaction
+	// workflowsPut: the workflows this transaction put (Update's; nil in
+	// Replace), for Workflow and then the workflow cache.
+	workflowsPut map[string]*fsm.WorkflowState
+	dirty        []*jobEntry       // entries to write at flush, in first-touch order
+	lastSeq      map[string]uint64 // tenant -> last chain seq, once read
+	missed       bool              // Event(missTenant, miss) found nothing, and nothing was put since
+	miss         fsm.EventID
+	missTenant   string
+	keys         [][]byte              // scratch of reindex
+	blocks       map[string]*openBlock // tenant -> its open chain block
+	freeBlocks   []*openBlock
+	scratch      []byte // a record being encoded
 	// Replace: commit commits and begins a new transaction once
 	// commitBytes were written since the last.
 	commit      func() error
@@ -86,13 +89,23 @@ func (t *tx) AppliedIndex() (uint64, error) {
 // Event looks the tenant's event up by its key tenant ‖ 0 ‖ id (ids are
 // scoped by tenant), seeking one cursor reused by the many lookups of a
 // batch, and checks that the record found is that event.
+//
+// In Update, a key at or above its id bound (idbounds.go) is not
+// stored: the answer needs no search, and a search that finds nothing
+// teaches the bounds.
 func (t *tx) Event(tenant string, id fsm.EventID) (*fsm.StoredEvent, error) {
+	t.evKey = appendEventKey(t.evKey[:0], tenant, id)
+	bounds := t.cache.idBounds()
+	if bounds.absent(t.evKey, len(tenant)) {
+		t.missed, t.miss, t.missTenant = true, id, tenant
+		return nil, nil
+	}
 	if t.evCursor == nil {
 		t.evCursor = t.events.Cursor()
 	}
-	t.evKey = appendEventKey(t.evKey[:0], tenant, id)
 	k, ck := t.evCursor.Seek(t.evKey)
 	if !bytes.Equal(k, t.evKey) {
+		bounds.missed(t.evKey, k, len(tenant))
 		t.missed, t.miss, t.missTenant = true, id, tenant
 		return nil, nil
 	}
@@ -203,8 +216,15 @@ func (t *tx) Jobs(tenant, after string, fn func(*fsm.JobState) error) error {
 }
 
 // Workflow seeks one cursor, reused by the many lookups of a batch (a
-// Get makes a new cursor each time), with a reused key.
+// Get makes a new cursor each time), with a reused key. In Update it
+// first looks at what the transaction put and at the workflow cache.
 func (t *tx) Workflow(id string) (*fsm.WorkflowState, error) {
+	if w := t.workflowsPut[id]; w != nil {
+		return w, nil
+	}
+	if w := t.cache.workflow(id); w != nil {
+		return w, nil
+	}
 	if t.wfCursor == nil {
 		t.wfCursor = t.workflows.Cursor()
 	}

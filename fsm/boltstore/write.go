@@ -35,11 +35,14 @@ func (t *tx) putEvent(se *fsm.StoredEvent, body []byte) error {
 	if err := checkKeyPart("tenant", se.Tenant); err != nil {
 		return err
 	}
+	bounds := t.cache.idBounds()
 	if !t.missed || t.miss != se.ID || t.missTenant != se.Tenant { // Event just found nothing: skip the lookup
 		t.evKey = appendEventKey(t.evKey[:0], se.Tenant, se.ID)
-		if ck := t.events.Get(t.evKey); ck != nil {
-			t.missed = false
-			return t.replaceEvent(bytes.Clone(ck), se)
+		if !bounds.absent(t.evKey, len(se.Tenant)) {
+			if ck := t.events.Get(t.evKey); ck != nil {
+				t.missed = false
+				return t.replaceEvent(bytes.Clone(ck), se)
+			}
 		}
 	}
 	t.missed = false
@@ -58,6 +61,7 @@ func (t *tx) putEvent(se *fsm.StoredEvent, body []byte) error {
 	if err := t.events.Put(ek, ck); err != nil {
 		return fmt.Errorf("boltstore: index event %s: %w", se.ID, err)
 	}
+	bounds.put(ek, len(se.Tenant))
 	t.lastSeq[se.Tenant] = se.Seq
 	if se.JobID != "" {
 		if err := t.addHistory(se, ck); err != nil {
@@ -109,6 +113,9 @@ func (t *tx) PutWorkflow(w *fsm.WorkflowState) error {
 	v = t.ar.keep(v)
 	if err := t.workflows.Put(t.ar.bytes(w.ID), v); err != nil {
 		return fmt.Errorf("boltstore: put workflow %q: %w", w.ID, err)
+	}
+	if t.workflowsPut != nil {
+		t.workflowsPut[w.ID] = w
 	}
 	return t.maybeCommit()
 }
