@@ -283,7 +283,7 @@ func (n *Node) openClockAndLedger() error {
 	// Group commit (issue 19): Raft entries share bbolt transactions; a
 	// read commits what is pending, a crash loses only what Raft replays.
 	if n.store, err = boltstore.Open(boltstore.Config{Path: filepath.Join(n.cfg.DataDir, "ledger.db"),
-		CommitInterval: boltstore.NodeCommitInterval, Logger: n.log}); err != nil {
+		CommitInterval: n.cfg.LedgerCommitInterval, Logger: n.log}); err != nil {
 		return fmt.Errorf("ledger store: %w", err)
 	}
 	n.reg.MustRegister(newStoreCommits(n.store))

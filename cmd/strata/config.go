@@ -49,6 +49,7 @@ func addNodeFlags(fs *pflag.FlagSet) {
 	fs.Duration("breaker_cooldown", d.BreakerCooldown, "how long the forwarder's open breaker waits before a probe")
 	fs.Int("antientropy_depth", d.AntiEntropyDepth, "depth of every node's Merkle tree (the same on every node)")
 	fs.Duration("data_plane_commit_interval", d.DataPlaneCommitInterval, "how often a manager commits data-plane progress to the regional ledger (staged in the NodeWAL meanwhile)")
+	fs.Duration("ledger_commit_interval", d.LedgerCommitInterval, "how long Raft entries share one transaction of the ledger store (5ms..1s; longer: less CPU per write under load, the reconcilers see an entry later)")
 	fs.Duration("antientropy_interval", d.AntiEntropyInterval, "how often replica checks and regional anti-entropy rounds run")
 	fs.Duration("chain_verify_interval", d.ChainVerifyInterval, "how often a gate verifies every tenant's audit chain")
 	fs.String("signing_key", "", "ed25519 private key file (strata bundle keygen): gates sign exports and chain checkpoints")

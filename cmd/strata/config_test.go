@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,9 +118,18 @@ func TestLoadNodeConfig_BoundedDiskKeys(t *testing.T) {
 	if err := fs.Parse([]string{"--config", path, "--wal-segment-bytes", "4194304"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadNodeConfig(fs, []string{"STRATA_SNAPSHOT_THRESHOLD=1000"})
+	cfg, err := loadNodeConfig(fs, []string{"STRATA_SNAPSHOT_THRESHOLD=1000", "STRATA_LEDGER_COMMIT_INTERVAL=250ms"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.LedgerCommitInterval != 250*time.Millisecond || cluster.DefaultNodeConfig().LedgerCommitInterval != cluster.DefaultLedgerCommitInterval {
+		t.Fatalf("ledger_commit_interval %s (default %s)", cfg.LedgerCommitInterval, cluster.DefaultNodeConfig().LedgerCommitInterval)
+	}
+	for _, bad := range []string{"1ms", "2s"} {
+		if _, err := loadNodeConfig(fs, []string{"STRATA_LEDGER_COMMIT_INTERVAL=" + bad}); err == nil ||
+			!strings.Contains(err.Error(), "ledger_commit_interval") {
+			t.Fatalf("ledger_commit_interval %s: %v, want refused by name", bad, err)
+		}
 	}
 	if cfg.WALSegmentBytes != 4<<20 || cfg.SnapshotThreshold != 1000 || cfg.SnapshotInterval != 45*time.Second ||
 		cfg.WALCompactInterval != cluster.DefaultWALCompactInterval {

@@ -38,9 +38,10 @@ const (
 	// bbolt before it commits (Config.CommitBytes): bbolt keeps them, and
 	// the nodes they dirty, in memory until the commit.
 	DefaultCommitBytes = 32 << 20
-	// NodeCommitInterval is the CommitInterval a cluster node runs with
-	// (cluster/node.go): etcd's backend commits every 100 ms; a shorter
-	// interval bounds the stall of a read that finds Updates pending.
+	// NodeCommitInterval is the CommitInterval the store's benchmarks
+	// run with (a node's is ledger_commit_interval, 100 ms by default:
+	// cluster.DefaultLedgerCommitInterval); a shorter interval bounds the
+	// stall of a read that finds Updates pending.
 	NodeCommitInterval = 50 * time.Millisecond
 	// MaxCommitInterval bounds Config.CommitInterval.
 	MaxCommitInterval = 10 * time.Second
