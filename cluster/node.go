@@ -34,6 +34,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/peer"
 	"github.com/strata-ledger/strata/cluster/regionsync"
 	"github.com/strata-ledger/strata/cluster/replica"
+	"github.com/strata-ledger/strata/cluster/storemetrics"
 	"github.com/strata-ledger/strata/cluster/tracing"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
@@ -286,7 +287,7 @@ func (n *Node) openClockAndLedger() error {
 		CommitInterval: n.cfg.LedgerCommitInterval, Logger: n.log}); err != nil {
 		return fmt.Errorf("ledger store: %w", err)
 	}
-	n.reg.MustRegister(newStoreCommits(n.store))
+	n.reg.MustRegister(storemetrics.New(n.store))
 	if why := n.store.Rebuilt(); why != "" {
 		n.log.Warn("ledger store rebuilt from raft", "reason", why)
 	}

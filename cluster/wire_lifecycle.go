@@ -30,7 +30,7 @@ func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
 		Deliverer: w, Leadership: w, Applied: n.commits,
 		Stamper: n.stamper, Now: time.Now, Logger: n.log, Registerer: n.reg,
 		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,
-		Breakers: n.cfg.Breakers.Govern(), RetryDefaults: n.cfg.retryDefaults(), Regions: n.knownRegions,
+		Breakers: n.cfg.Breakers.Govern(), RetryDefaults: n.cfg.retryDefaults(), Regions: func() []string { return n.members.Regions() },
 	})
 }
 

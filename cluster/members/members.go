@@ -8,6 +8,7 @@ import (
 	"log"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -402,6 +403,24 @@ func (m *Membership) Members() []Member {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.view.members()
+}
+
+// Regions returns every region a known member belongs to, alive or not,
+// sorted, this node's included: a region whose nodes are all down is
+// still one the cluster-wide maintenance mode must reach when it comes
+// back (cluster/lifecycle).
+func (m *Membership) Regions() []string { return regionsOf(m.Members()) }
+
+// regionsOf is the sorted set of ms's regions.
+func regionsOf(ms []Member) []string {
+	var out []string
+	for _, x := range ms {
+		if r := x.Meta.Region; r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Peers returns the alive members of role's Raft group, sorted by node id,
