@@ -28,6 +28,11 @@ const (
 
 // Causes lists the causes a retry_on list may usefully name (the gate
 // accepts any name; one that is never produced matches nothing).
+// ExhaustedWhy starts a RetryDecision's Why when a workflow's attempts
+// ran out; the region's JobFailed error quotes it, and the gates' job
+// metrics find the cause by it (cluster/lifecycle/jobmetrics.go).
+const ExhaustedWhy = "attempts exhausted"
+
 func Causes() []Cause { return []Cause{CauseError, CauseTimeout} }
 
 // DefaultRetryOn is what a policy without retry_on retries.
@@ -173,7 +178,7 @@ func DecideRetry(p RetryPolicy, workflow string, attempt uint32, msg string, fai
 	case !Retryable(c, p.RetryOn):
 		d.Why = fmt.Sprintf("cause %s is not retryable", c)
 	case attempt >= p.MaxAttempts:
-		d.Why = fmt.Sprintf("attempts exhausted (%d of %d)", attempt, max(p.MaxAttempts, 1))
+		d.Why = fmt.Sprintf("%s (%d of %d)", ExhaustedWhy, attempt, max(p.MaxAttempts, 1))
 	default:
 		d.Retry, d.Attempt = true, attempt+1
 		d.NotBeforeMs = failedAtMs + Backoff(p, attempt, Seed(workflow, attempt)).Milliseconds()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/govern"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -46,8 +47,8 @@ const (
 // exhaustedWords are the words cluster/govern.DecideRetry gives when a
 // workflow's attempts ran out; the region's JobFailed error quotes them
 // (plan.RegionJob). TestFailureCause_GovernsWordsForExhaustedAttempts
-// keeps the two in step.
-const exhaustedWords = "attempts exhausted"
+// checks the quote survives the way to the gate.
+const exhaustedWords = govern.ExhaustedWhy
 
 // jobLatencyBuckets span a load test's lifetimes, from a job ended at
 // once to fsm.MaxJobTimeout (7 days).
