@@ -183,9 +183,30 @@ func (r *Reloader) MutualConfig() *tls.Config {
 	return c
 }
 
-// DialTLS returns a DialTLSContext for an http.Transport: dial opens the
-// connection (through the fault layer, from the node's address), then a
-// TLS handshake with ClientConfig(host of addr), bounded by ctx.
+// PeerConfig is the client config of node-to-node HTTP to the node at
+// host: it presents the current certificate and accepts a server whose
+// certificate chains to the current CA as a node's (server auth: gates
+// and managers have it, CLI certificates do not), whether or not it names
+// host. Nodes trust each other as Raft does (MutualConfig): by the CA,
+// not by address, because a node's address is not always known when its
+// certificate is made (a Kubernetes pod's IP, a NATed address); the
+// internal endpoints also require the cluster token. host only sets SNI.
+func (r *Reloader) PeerConfig(host string) *tls.Config {
+	c := r.ClientConfig(host)
+	c.RootCAs = nil
+	// The check below replaces the standard one, which would also match
+	// the name, against the CA of the moment.
+	c.InsecureSkipVerify = true
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		return r.VerifyPeerCertificate(cs.PeerCertificates, x509.ExtKeyUsageServerAuth, "")
+	}
+	return c
+}
+
+// DialTLS returns a DialTLSContext for the node-to-node http.Transport:
+// dial opens the connection (through the fault layer, from the node's
+// address), then a TLS handshake with PeerConfig(host of addr), bounded by
+// ctx.
 func (r *Reloader) DialTLS(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, err := net.SplitHostPort(addr)
@@ -196,7 +217,7 @@ func (r *Reloader) DialTLS(dial func(ctx context.Context, network, addr string) 
 		if err != nil {
 			return nil, err
 		}
-		tc := tls.Client(raw, r.ClientConfig(host))
+		tc := tls.Client(raw, r.PeerConfig(host))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = raw.Close()
 			return nil, err

@@ -234,6 +234,41 @@ func TestReloader_MutualTLS(t *testing.T) {
 	}
 }
 
+// Node-to-node HTTP trusts a node certificate of the cluster CA whatever
+// address it was dialled at (a pod IP its certificate cannot name), and
+// nothing else: not a CLI certificate of the same CA, not a node of
+// another CA.
+func TestReloader_PeerConfigTrustsNodesOfTheCANotAddresses(t *testing.T) {
+	ca, other := mustCA(t), mustCA(t)
+	reloader := func(ca PEMPair, req CertRequest) *Reloader {
+		r, err := NewReloader(writeNode(t, t.TempDir(), ca, mustCert(t, ca, req)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	caller := reloader(ca, CertRequest{Role: RoleGate, Region: "use1", Node: "g1"})
+	peer := reloader(ca, CertRequest{Role: RoleManager, Region: "use1", Node: "m1"})
+	cli := reloader(ca, CertRequest{Role: RoleClient})
+	stranger := reloader(other, CertRequest{Role: RoleManager, Region: "use1", Node: "m1"})
+	const podIP = "10.244.1.17" // named by no certificate here
+	server := func(r *Reloader) *tls.Config { return r.ServerConfig(tls.RequireAndVerifyClientCert) }
+
+	if srv, c := handshake(t, server(peer), caller.PeerConfig(podIP)); srv != nil || c != nil {
+		t.Fatalf("a node of the CA at an address its certificate does not name: server %v, client %v", srv, c)
+	}
+	if _, c := handshake(t, server(cli), caller.PeerConfig(podIP)); c == nil {
+		t.Error("a CLI certificate of the CA was accepted as a node")
+	}
+	if _, c := handshake(t, server(stranger), caller.PeerConfig(podIP)); c == nil {
+		t.Error("a node of another CA was accepted")
+	}
+	// The API's client config still checks names: only peers skip them.
+	if _, c := handshake(t, server(peer), caller.ClientConfig(podIP)); c == nil {
+		t.Error("ClientConfig accepted a certificate that does not name the host")
+	}
+}
+
 func withServerName(c *tls.Config, name string) *tls.Config {
 	c = c.Clone()
 	c.ServerName = name
