@@ -38,8 +38,13 @@ lint:
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 # `make ci` also runs the console's browser test when Chromium is there
-# (.ci/run installs it), and the compose smoke when Docker works.
+# (.ci/run installs it), the promtool checks of deploy/prometheus when
+# promtool is there (.ci/run installs Debian's prometheus; `make test`
+# runs them too, in go test ./deploy/, and with promtool also parses the
+# dashboard's queries), and the compose smoke when Docker works.
 ci: lint test
+	@if command -v $(PROMTOOL) >/dev/null 2>&1; then $(MAKE) promtool-check; \
+	else echo "ci: no promtool; skipping make promtool-check (and go test ./deploy/ skipped its promtool checks)"; fi
 	@if command -v chromium >/dev/null 2>&1 || [ -n "$$STRATA_CHROMIUM" ]; then \
 	  shots=$$(mktemp -d) && $(MAKE) test-ui UI_SCREENSHOTS=$$shots; status=$$?; rm -rf "$$shots"; exit $$status; \
 	else echo "ci: no chromium; skipping make test-ui"; fi

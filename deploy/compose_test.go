@@ -150,10 +150,7 @@ func TestCompose_TopologyAndSecurity(t *testing.T) {
 			continue
 		}
 		for k := range env {
-			key := strings.ToLower(strings.TrimPrefix(k, "STRATA_"))
-			if strings.HasPrefix(key, "tls_") {
-				key = "tls"
-			}
+			key, _ := envConfigKey(k)
 			if key != "config" && !keys[key] {
 				t.Errorf("%s: %s is not a config key of strata agent", name, k)
 			}

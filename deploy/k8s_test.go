@@ -61,6 +61,10 @@ type k8sStatefulSet struct {
 				Name   string `yaml:"name"`
 				Secret *struct {
 					SecretName string `yaml:"secretName"`
+					Items      []struct {
+						Key  string `yaml:"key"`
+						Path string `yaml:"path"`
+					} `yaml:"items"`
 				} `yaml:"secret"`
 				ConfigMap *struct {
 					Name string `yaml:"name"`
@@ -76,8 +80,9 @@ type k8sStatefulSet struct {
 
 type k8sProbe struct {
 	HTTPGet *struct {
-		Path string `yaml:"path"`
-		Port string `yaml:"port"`
+		Path   string `yaml:"path"`
+		Port   string `yaml:"port"`
+		Scheme string `yaml:"scheme"`
 	} `yaml:"httpGet"`
 }
 
@@ -158,9 +163,14 @@ var k8sAPIVersions = map[string]string{
 	"StatefulSet": "apps/v1", "PodDisruptionBudget": "policy/v1",
 }
 
-// pendingConfigKeys are ConfigMap keys the agent does not read yet: the
-// TLS settings land with issue 16's security part (deploy/README.md).
-var pendingConfigKeys = []string{"tls_ca_file", "tls_cert_file", "tls_key_file"}
+// tlsConfigKeys are the TLS files every node must have: nodes listen on
+// their pod IP, and a node off loopback refuses to start without TLS and
+// a gossip key (cluster/config_security.go).
+var tlsConfigKeys = []string{"tls.ca_file", "tls.cert_file", "tls.key_file"}
+
+// authSecret holds the agent's config file (tokens, cluster token) and the
+// gossip key: what no ConfigMap may hold.
+const authSecret = "strata-auth"
 
 func readManifests(t *testing.T) []k8sObject {
 	t.Helper()
@@ -214,16 +224,61 @@ func matches(selector, labels map[string]string) bool {
 	return true
 }
 
-// configKeys are the keys `strata agent` reads (NodeConfig's koanf tags).
+// configKeys are the keys `strata agent` reads: NodeConfig's koanf tags,
+// a block's keys dotted (tls.ca_file, backup.dir).
 func configKeys() map[string]bool {
 	keys := map[string]bool{}
-	typ := reflect.TypeFor[cluster.NodeConfig]()
-	for i := range typ.NumField() {
-		if tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("koanf"), ","); tag != "" {
-			keys[tag] = true
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
+			if tag == "" {
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(prefix+tag+".", f.Type)
+				continue
+			}
+			keys[prefix+tag] = true
 		}
 	}
+	walk("", reflect.TypeFor[cluster.NodeConfig]())
 	return keys
+}
+
+// envConfigKey is the config key a STRATA_ variable sets, as the agent maps
+// it (cmd/strata's envKey): STRATA_HTTP_ADDR is http_addr, STRATA_TLS_CA_FILE
+// tls.ca_file, STRATA_BACKUP_DIR backup.dir.
+func envConfigKey(name string) (string, bool) {
+	key, ok := strings.CutPrefix(name, "STRATA_")
+	if !ok {
+		return "", false
+	}
+	key = strings.ToLower(key)
+	for _, block := range []string{"tls", "backup"} {
+		if rest, ok := strings.CutPrefix(key, block+"_"); ok {
+			return block + "." + rest, true
+		}
+	}
+	return key, true
+}
+
+func TestK8s_EnvConfigKeysAreNodeConfigKeys(t *testing.T) {
+	keys := configKeys()
+	for _, k := range append([]string{"http_addr", "gossip_key", "join_wan", "backup.dir"}, tlsConfigKeys...) {
+		if !keys[k] {
+			t.Errorf("configKeys() lacks %s: %v", k, slices.Sorted(maps.Keys(keys)))
+		}
+	}
+	for name, want := range map[string]string{"STRATA_TLS_CA_FILE": "tls.ca_file", "STRATA_GOSSIP_KEY": "gossip_key", "STRATA_BACKUP_DIR": "backup.dir"} {
+		if got, _ := envConfigKey(name); got != want {
+			t.Errorf("envConfigKey(%s) = %q, want %s", name, got, want)
+		}
+	}
+	if k, _ := envConfigKey("STRATA_TLS_CA_PATH"); keys[k] {
+		t.Errorf("STRATA_TLS_CA_PATH maps to a config key %s", k)
+	}
 }
 
 type manifests struct {
@@ -418,7 +473,8 @@ func TestK8s_PodsMatchTheNodeAndTheImage(t *testing.T) {
 			t.Errorf("%s: %d managers, want an odd number, at least 3", name, ss.Replicas)
 		}
 
-		// Probes: readiness on /readyz, liveness on /livez, both on the API port.
+		// Probes: readiness on /readyz, liveness on /livez, both on the API
+		// port, over https: the node serves TLS only (a plain request gets 400).
 		ports := map[string]int{}
 		for _, p := range c.Ports {
 			ports[p.Name] = p.ContainerPort
@@ -435,6 +491,8 @@ func TestK8s_PodsMatchTheNodeAndTheImage(t *testing.T) {
 				t.Errorf("%s: %s on %q, want %s (served: %v)", name, pr.what, g.Path, pr.path, served)
 			case g.Port != "api":
 				t.Errorf("%s: %s on port %q, want the API port", name, pr.what, g.Port)
+			case g.Scheme != "HTTPS":
+				t.Errorf("%s: %s scheme %q, want HTTPS (the API serves TLS only)", name, pr.what, g.Scheme)
 			}
 		}
 		if ps := c.Lifecycle.PreStop; ps == nil || (ps.Sleep == nil && ps.Exec == nil) {
@@ -444,15 +502,18 @@ func TestK8s_PodsMatchTheNodeAndTheImage(t *testing.T) {
 		}
 
 		// Environment: every STRATA_ variable is a config key the agent
-		// reads (or a pending TLS key), every address's port is the
-		// container port of that name, ConfigMap references resolve.
+		// reads, every address's port is the container port of that name,
+		// ConfigMap and Secret references resolve.
 		env := map[string]string{}
+		secretRefs := map[string]string{} // variable -> secret/key
 		for _, e := range c.Env {
-			key, isStrata := strings.CutPrefix(e.Name, "STRATA_")
-			key = strings.ToLower(key)
-			if isStrata && key != "config" && !keys[key] && !slices.Contains(pendingConfigKeys, key) {
+			key, isStrata := envConfigKey(e.Name)
+			if isStrata && key != "config" && !keys[key] {
 				t.Errorf("%s: %s is no config key of strata agent", name, e.Name)
 			}
+			// A ConfigMap or Secret key is named after the config key, dots
+			// as underscores (tls_ca_file).
+			refKey := strings.ReplaceAll(key, ".", "_")
 			switch {
 			case e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil:
 				ref := e.ValueFrom.ConfigMapKeyRef
@@ -465,10 +526,17 @@ func TestK8s_PodsMatchTheNodeAndTheImage(t *testing.T) {
 				if !ok {
 					t.Errorf("%s: %s from key %s, not in ConfigMap %s", name, e.Name, ref.Key, ref.Name)
 				}
-				if isStrata && !strings.HasSuffix(ref.Key, key) {
-					t.Errorf("%s: %s comes from key %s: name the key after the config key %s", name, e.Name, ref.Key, key)
+				if isStrata && !strings.HasSuffix(ref.Key, refKey) {
+					t.Errorf("%s: %s comes from key %s: name the key after the config key %s", name, e.Name, ref.Key, refKey)
 				}
 				env[e.Name] = v
+			case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+				ref := e.ValueFrom.SecretKeyRef
+				if isStrata && ref.Key != refKey {
+					t.Errorf("%s: %s comes from Secret key %s: name the key after the config key %s", name, e.Name, ref.Key, refKey)
+				}
+				secretRefs[e.Name] = ref.Name + "/" + ref.Key
+				env[e.Name] = "(secret " + ref.Name + "/" + ref.Key + ")"
 			case e.ValueFrom != nil:
 				env[e.Name] = "(" + e.Name + ")"
 			default:
@@ -535,17 +603,39 @@ func TestK8s_PodsMatchTheNodeAndTheImage(t *testing.T) {
 		if tlsSecret == "" {
 			t.Errorf("%s: no tls volume from a Secret", name)
 		}
-		for _, k := range pendingConfigKeys {
-			f := env["STRATA_"+strings.ToUpper(k)]
+		// Secure by default: a node on its pod IP starts only with TLS and
+		// a gossip key, and none of them says insecure.
+		for _, k := range tlsConfigKeys {
+			f := env["STRATA_"+strings.ToUpper(strings.ReplaceAll(k, ".", "_"))]
 			if mounts["tls"] == "" || !strings.HasPrefix(f, mounts["tls"]+"/") {
 				t.Errorf("%s: %s = %q is not under the TLS Secret's mount %q", name, k, f, mounts["tls"])
 			}
 		}
-		if cfg := env["STRATA_CONFIG"]; mounts["auth"] == "" || !strings.HasPrefix(cfg, mounts["auth"]+"/") {
-			t.Errorf("%s: STRATA_CONFIG %q is not in the auth Secret's mount %q", name, cfg, mounts["auth"])
+		if ref := secretRefs["STRATA_GOSSIP_KEY"]; ref != authSecret+"/gossip_key" {
+			t.Errorf("%s: STRATA_GOSSIP_KEY from Secret %q, want %s/gossip_key: a node off loopback refuses to start without a gossip key", name, ref, authSecret)
 		}
-		if ann := ss.Template.Metadata.Annotations; ann["prometheus.io/port"] != strconv.Itoa(ports["api"]) || ann["prometheus.io/path"] != "/metrics" {
-			t.Errorf("%s: prometheus annotations %v, want the API port and /metrics", name, ann)
+		if v, set := env["STRATA_INSECURE"]; set {
+			t.Errorf("%s: STRATA_INSECURE=%q: the manifests run secure", name, v)
+		}
+		authMounted := false
+		for _, v := range spec.Volumes {
+			if v.Name == "auth" && v.Secret != nil && v.Secret.SecretName == authSecret {
+				authMounted = true
+				// Only the config file is a file in the pod: the gossip
+				// key reaches the agent as STRATA_GOSSIP_KEY.
+				if len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "strata.yml" {
+					t.Errorf("%s: the auth volume projects %v, want only strata.yml", name, v.Secret.Items)
+				}
+			}
+		}
+		if !authMounted {
+			t.Errorf("%s: no auth volume from Secret %s", name, authSecret)
+		}
+		if cfg := env["STRATA_CONFIG"]; mounts["auth"] == "" || cfg != mounts["auth"]+"/strata.yml" {
+			t.Errorf("%s: STRATA_CONFIG %q is not strata.yml in the auth Secret's mount %q", name, cfg, mounts["auth"])
+		}
+		if ann := ss.Template.Metadata.Annotations; ann["prometheus.io/port"] != strconv.Itoa(ports["api"]) || ann["prometheus.io/path"] != "/metrics" || ann["prometheus.io/scheme"] != "https" {
+			t.Errorf("%s: prometheus annotations %v, want the API port, /metrics and scheme https", name, ann)
 		}
 	}
 }

@@ -18,12 +18,12 @@
 //     state; one idempotency key is one job) and a linearizability check
 //     of the STRONG reads and GLOBAL writes by anishathalye/porcupine,
 //     partitioned by job, each partition bounded in time.
-//   - Run (run.go, nemesis.go, workload.go) is the I/O edge: it injects
-//     the faults through the dev launcher's control socket (SIGKILL and
-//     restart, SIGSTOP and SIGCONT) and the nodes' fault endpoints
-//     (partitions, clock skew), runs the workload through the HTTP API,
-//     heals everything, waits for the jobs to end, and hands the history
-//     to Check.
+//   - Run (run.go: the nemesis, inject and heal; workload.go) is the I/O
+//     edge: it injects the faults through the dev launcher's control
+//     socket (SIGKILL and restart, SIGSTOP and SIGCONT) and the nodes'
+//     fault endpoints (partitions, clock skew), runs the workload through
+//     the HTTP API, heals everything, waits for the jobs to end, and
+//     hands the history to Check.
 //
 // # What the linearizability model covers
 //
