@@ -85,8 +85,12 @@ func foreignClientTLS(t *testing.T, clusterCA []byte) *tls.Config {
 // encrypted gossip: jobs go through (a manager forwards to a gate over
 // node-to-node TLS), and a plain-HTTP client, an internal call without a
 // client certificate, and a certificate of another CA on the API and on
-// Raft are all refused. Then certificate reload and a keyring rotation
-// keep the cluster serving.
+// Raft are all refused. Then a certificate reload of every node and a
+// keyring rotation (install, use, remove, and a restart) keep the cluster
+// serving throughout: a background load (bgLoad) runs across them, every
+// request on a new TLS connection, and not one request may fail (a
+// reload swaps the certificate atomically and the rotation's steps each
+// reach every node before the next, so no request has a reason to).
 func TestTLS_ClusterServesAndRefusesStrangers(t *testing.T) {
 	pki := newTestPKI(t)
 	key1 := newGossipKey(t)
@@ -146,17 +150,30 @@ func TestTLS_ClusterServesAndRefusesStrangers(t *testing.T) {
 			}
 		}
 	})
+	// The load of the two subtests below: submits through g1 (whose
+	// certificate is reloaded first) and m2 (forwarding to a gate), strong
+	// reads on g2 and m1. m3 is left out: it restarts.
+	loadSubmit, loadRead := []string{"g1", "m2"}, []string{"g2", "m1"}
 	t.Run("ReloadKeepsServing", func(t *testing.T) {
-		n := c.node("g1")
-		before := n.sec.tls.Leaf().SerialNumber
-		cfg := c.cfg("g1")
-		pki.issue(&cfg)
-		if err := n.Reload(cfg); err != nil {
-			t.Fatal(err)
+		load := c.startLoad("reload", loadSubmit, loadRead)
+		load.advance(4)
+		for _, cfg := range c.cfgs { // every node, one after another, under load
+			n := c.node(cfg.NodeID)
+			before := n.sec.tls.Leaf().SerialNumber
+			pki.issue(&cfg)
+			if err := n.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			if n.sec.tls.Leaf().SerialNumber.Cmp(before) == 0 {
+				t.Fatalf("reload of %s kept the old certificate", cfg.NodeID)
+			}
+			load.advance(4)
 		}
-		if n.sec.tls.Leaf().SerialNumber.Cmp(before) == 0 {
-			t.Fatal("reload kept the old certificate")
+		ops, failed := load.stop()
+		if len(failed) > 0 {
+			t.Fatalf("%d of %d requests failed across the reloads: %q", len(failed), ops, failed)
 		}
+		t.Logf("%d requests across the reload of 6 certificates, none failed", ops)
 		c.http.CloseIdleConnections()
 		if r := c.submitJob("g1", "", "tls-2"); r.status != http.StatusCreated && r.status != http.StatusOK {
 			t.Fatalf("submit after reload: %d %s", r.status, r.body)
@@ -166,6 +183,8 @@ func TestTLS_ClusterServesAndRefusesStrangers(t *testing.T) {
 		}
 	})
 	t.Run("KeyringRotation", func(t *testing.T) {
+		load := c.startLoad("rotation", loadSubmit, loadRead)
+		load.advance(4)
 		key2 := newGossipKey(t)
 		for _, step := range []api.KeyringRequest{{Op: api.KeyringInstall, Key: key2}, {Op: api.KeyringUse, Key: key2}, {Op: api.KeyringRemove, Key: key1}} {
 			body, _ := json.Marshal(step)
@@ -180,6 +199,7 @@ func TestTLS_ClusterServesAndRefusesStrangers(t *testing.T) {
 					t.Fatalf("%s on %s: %s", step.Op, nd.NodeID, nd.Error)
 				}
 			}
+			load.advance(4)
 		}
 		r := c.call("g1", "GET", api.PathKeyring, testAdminToken, nil)
 		var out api.KeyringResponse
@@ -189,15 +209,31 @@ func TestTLS_ClusterServesAndRefusesStrangers(t *testing.T) {
 				t.Fatalf("after rotation %s holds %v (primary %s)", nd.NodeID, nd.Keys, nd.Primary)
 			}
 		}
+		// Gossip still works with the new key alone: every node sees every
+		// other alive after the rotation.
+		for _, id := range []string{"g1", "m1"} {
+			for _, other := range []string{"g2", "g3", "m2", "m3"} {
+				if m, ok := c.node(id).members.Lookup(other); !ok || m.Status != members.MemberAlive {
+					t.Fatalf("after the rotation %s sees %s as %v", id, other, m.Status)
+				}
+			}
+		}
 		// A node restarted after the rotation gossips with the new key only
-		// (its keyring file), and rejoins.
-		c.stop("m3")
-		c.start("m3")
-		c.waitReady("m3")
+		// (its keyring file), and rejoins; it logs no security warning.
+		log := c.restartLogged("m3", nil)
 		c.waitFor("g1 sees m3 alive again", func() bool {
 			m, ok := c.node("g1").members.Lookup("m3")
 			return ok && m.Status == members.MemberAlive
 		})
+		load.advance(4)
+		ops, failed := load.stop()
+		if len(failed) > 0 {
+			t.Fatalf("%d of %d requests failed across the rotation: %q", len(failed), ops, failed)
+		}
+		t.Logf("%d requests across install, use, remove and a restart, none failed", ops)
+		if strings.Contains(log.String(), logNotSecured) {
+			t.Fatalf("a node with TLS and a gossip key warns it is not secured:\n%s", log)
+		}
 		if r := c.submitJob("m3", "", "tls-4"); r.status != http.StatusCreated && r.status != http.StatusOK {
 			t.Fatalf("submit through the restarted manager: %d %s", r.status, r.body)
 		}

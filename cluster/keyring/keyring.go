@@ -2,8 +2,9 @@
 // keyring`, as `consul keyring`): the gate that gets POST
 // /v1/operator/keyring applies the operation to its own keyring and asks
 // every member it knows, over the internal API (cluster token and, with
-// TLS, a cluster certificate), to do the same; a gate of another region
-// relays the operation to its region's members. A rotation is install
+// TLS, a cluster certificate), to do the same; one gate of each other
+// region (the lowest id) relays the operation to its region's members, so
+// every node is asked once. A rotation is install
 // (every node can read the new key), use (every node writes with it),
 // remove (the old key is gone); each step reaches every node before the
 // next is run, so gossip keeps working throughout.
@@ -107,12 +108,39 @@ func (s *Service) KeyringOp(ctx context.Context, req api.KeyringRequest) (api.Ke
 }
 
 // fanOut asks the alive members that want picks (never this node) to run
-// req; gates of other regions relay it to theirs.
+// req. A gate asks one gate of each other region (the lowest id) to relay
+// it to that region, and leaves that region's other nodes to it, so each
+// node is asked once however many gates a region has; a node of another
+// region with no alive gate is asked directly.
 func (s *Service) fanOut(ctx context.Context, req api.KeyringRequest, want func(members.Member) bool) []api.KeyringNode {
-	var targets []members.Member
+	type target struct {
+		m     members.Member
+		relay bool
+	}
+	var alive []members.Member
+	relays := map[string]members.Member{} // region -> its relaying gate
 	for _, m := range s.cfg.Members() {
-		if m.Meta.NodeID != s.cfg.NodeID && m.Status == members.MemberAlive && want(m) && len(targets) < maxTargets {
-			targets = append(targets, m)
+		if m.Meta.NodeID == s.cfg.NodeID || m.Status != members.MemberAlive || !want(m) {
+			continue
+		}
+		alive = append(alive, m)
+		if s.cfg.Gate && m.Meta.Role == gossip.RoleGate && m.Meta.Region != s.cfg.Region {
+			if r, ok := relays[m.Meta.Region]; !ok || m.Meta.NodeID < r.Meta.NodeID {
+				relays[m.Meta.Region] = m
+			}
+		}
+	}
+	var targets []target
+	for _, m := range alive {
+		r, relayed := relays[m.Meta.Region]
+		switch {
+		case !relayed:
+			targets = append(targets, target{m: m})
+		case r.Meta.NodeID == m.Meta.NodeID:
+			targets = append(targets, target{m: m, relay: true})
+		}
+		if len(targets) == maxTargets {
+			break
 		}
 	}
 	var (
@@ -121,12 +149,12 @@ func (s *Service) fanOut(ctx context.Context, req api.KeyringRequest, want func(
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, parallelism)
 	)
-	for _, m := range targets {
-		relay := s.cfg.Gate && m.Meta.Role == gossip.RoleGate && m.Meta.Region != s.cfg.Region
+	for _, tg := range targets {
+		m := tg.m
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			got, err := s.send(ctx, m.Meta.APIAddr, call{KeyringRequest: req, Relay: relay})
+			got, err := s.send(ctx, m.Meta.APIAddr, call{KeyringRequest: req, Relay: tg.relay})
 			if err != nil {
 				got = []api.KeyringNode{{NodeID: m.Meta.NodeID, Region: m.Meta.Region, Error: err.Error()}}
 			}
@@ -216,15 +244,20 @@ func (s *Service) apply(req api.KeyringRequest) api.KeyringNode {
 }
 
 // change applies one install, use or remove and saves the keyring,
-// primary first, so a restart keeps the rotation. s.mu is held.
+// primary first, so a restart keeps the rotation. If the save fails the
+// keyring is put back as it was: a node never gossips with a keyring its
+// file would not give it after a restart. s.mu is held.
 func (s *Service) change(kr *memberlist.Keyring, req api.KeyringRequest) error {
 	key, err := s.cfg.DecodeKey(req.Key)
 	if err != nil {
 		return err
 	}
+	before, beforePrimary := cloneKeys(kr.GetKeys()), bytes.Clone(kr.GetPrimaryKey())
 	switch req.Op {
 	case api.KeyringInstall:
-		if len(kr.GetKeys()) >= s.cfg.MaxKeys {
+		// Installing a key the ring holds is a no-op (a retried step),
+		// even when the ring is full.
+		if !slices.ContainsFunc(before, func(k []byte) bool { return bytes.Equal(k, key) }) && len(before) >= s.cfg.MaxKeys {
 			return fmt.Errorf("keyring holds %d keys already", s.cfg.MaxKeys)
 		}
 		err = kr.AddKey(key)
@@ -245,5 +278,32 @@ func (s *Service) change(kr *memberlist.Keyring, req api.KeyringRequest) error {
 			keys = append(keys, k)
 		}
 	}
-	return s.cfg.Save(keys)
+	if err := s.cfg.Save(keys); err != nil {
+		restore(kr, before, beforePrimary)
+		return fmt.Errorf("save keyring (unchanged): %w", err)
+	}
+	return nil
+}
+
+// restore puts kr back to keys with primary, undoing one change.
+func restore(kr *memberlist.Keyring, keys [][]byte, primary []byte) {
+	for _, k := range keys {
+		_ = kr.AddKey(k) // keys of the ring before: valid
+	}
+	_ = kr.UseKey(primary)
+	for _, k := range cloneKeys(kr.GetKeys()) {
+		if !slices.ContainsFunc(keys, func(o []byte) bool { return bytes.Equal(o, k) }) {
+			_ = kr.RemoveKey(k)
+		}
+	}
+}
+
+// cloneKeys copies keys: memberlist's GetKeys shares its slice, which a
+// later RemoveKey rewrites in place.
+func cloneKeys(keys [][]byte) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = bytes.Clone(k)
+	}
+	return out
 }
