@@ -20,15 +20,12 @@ import (
 // 48-byte index record per entry sorted in memory, each entry read again
 // by offset, each line by encoding/json.
 
-// legacyRecord indexes one entry for the legacy sort.
+// legacyRecord indexes one entry for the legacy sort (48 bytes).
 type legacyRecord struct {
 	key  fsm.EventKey
 	off  int64
 	size int64
 }
-
-// legacyRecordBytes is the memory the legacy writer holds per entry.
-const legacyRecordBytes = 16 + 16 + 8 + 8
 
 func writeNDJSONLegacy(dst io.Writer, src Source, publicKey ed25519.PublicKey, rng *Range) (NDJSONManifest, error) {
 	var recs []legacyRecord
