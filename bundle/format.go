@@ -69,9 +69,10 @@ const (
 	MaxCheckpointBytes = 1 << 10
 	// MaxSignatures bounds the signatures of one envelope.
 	MaxSignatures = 8
-	// MaxSortEntries bounds the entries WriteNDJSON sorts (its index is
-	// in memory) and the lines VerifyNDJSON checks. Merge is not bounded
-	// by it: past MergeConfig.RunEntries it sorts in runs on disk.
+	// MaxSortEntries bounds the lines VerifyNDJSON checks (it keeps 72
+	// bytes a line to check the chain's continuity once all are read).
+	// WriteNDJSON and Merge are not bounded by it: past their run size
+	// they sort in runs on disk.
 	MaxSortEntries = 4_000_000
 )
 

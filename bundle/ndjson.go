@@ -3,10 +3,7 @@ package bundle
 import (
 	"bufio"
 	"bytes"
-	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -21,7 +18,8 @@ import (
 // each {"seq", "prev_link", "link", "body_hash", "event"} (the chain's
 // fields as in the bundle, so each line's link can be recomputed from the
 // line alone), then a last line {"manifest": {...}} with the count and
-// the SHA-256 of every byte before it.
+// the SHA-256 of every byte before it. This file has the format and the
+// verifier; ndjson_write.go the writer.
 
 // NDJSONFormatName is the NDJSON manifest's "format".
 const NDJSONFormatName = "strata-ndjson"
@@ -73,89 +71,6 @@ type ndjsonLine struct {
 
 type ndjsonLast struct {
 	Manifest *NDJSONManifest `json:"manifest"`
-}
-
-// ndjsonRecord indexes one entry for the sort.
-type ndjsonRecord struct {
-	key  fsm.EventKey
-	off  int64
-	size int64
-}
-
-// ndjsonRecordBytes is the memory WriteNDJSON holds per entry.
-const ndjsonRecordBytes = 16 + 16 + 8 + 8
-
-// WriteNDJSON verifies the bundle src (publicKey, if set, must have
-// signed it) and writes its events to dst as NDJSON sorted by HLC total
-// order. Memory: ndjsonRecordBytes (48) per entry, at most MaxSortEntries.
-func WriteNDJSON(dst io.Writer, src Source, publicKey ed25519.PublicKey) (NDJSONManifest, error) {
-	return WriteNDJSONRange(dst, src, publicKey, nil)
-}
-
-// WriteNDJSONRange is WriteNDJSON keeping only the events whose HLC is
-// in rng (nil: all of them); the manifest records rng.
-func WriteNDJSONRange(dst io.Writer, src Source, publicKey ed25519.PublicKey, rng *Range) (NDJSONManifest, error) {
-	var recs []ndjsonRecord
-	var head Head            // of the kept entry of greatest seq
-	var lo, hi hlc.Timestamp // least and greatest kept HLC
-	rep, err := Verify(io.NewSectionReader(src.R, 0, src.Size), VerifyConfig{PublicKey: publicKey,
-		OnEntry: func(e *Entry) error {
-			if rng != nil && !rng.Contains(e.Stored.HLC) {
-				return nil
-			}
-			if len(recs) >= MaxSortEntries {
-				return fmt.Errorf("%w: more than %d entries to sort", ErrLimit, MaxSortEntries)
-			}
-			if len(recs) == 0 || e.Stored.HLC.Less(lo) {
-				lo = e.Stored.HLC
-			}
-			if len(recs) == 0 || hi.Less(e.Stored.HLC) {
-				hi = e.Stored.HLC
-			}
-			head = Head{Seq: e.Stored.Seq, Link: e.Stored.Link}
-			recs = append(recs, ndjsonRecord{key: e.Stored.Key(), off: e.Offset, size: int64(e.Size)})
-			return nil
-		}})
-	if err != nil {
-		return NDJSONManifest{}, fmt.Errorf("bundle: %s: %w", src.Name, err)
-	}
-	slices.SortFunc(recs, func(a, b ndjsonRecord) int { return a.key.Compare(b.key) })
-	out := bufio.NewWriterSize(dst, writeBufferBytes)
-	sum := sha256.New()
-	w := io.MultiWriter(out, sum)
-	var buf []byte
-	for _, r := range recs {
-		var se *fsm.StoredEvent
-		if buf, se, err = readEntry(src, r.off, int(r.size), buf); err != nil {
-			return NDJSONManifest{}, err
-		}
-		prev := genesisText
-		if se.Seq > 1 {
-			prev = hex.EncodeToString(buf[frameHeaderBytes : frameHeaderBytes+32])
-		}
-		line, err := json.Marshal(ndjsonLine{Seq: se.Seq, PrevLink: prev, Link: se.Link, BodyHash: se.BodyHash, Event: se.Event})
-		if err != nil {
-			return NDJSONManifest{}, fmt.Errorf("bundle: ndjson event %s: %w", se.ID, err)
-		}
-		w.Write(append(line, '\n'))
-	}
-	m := rep.Manifest
-	nm := NDJSONManifest{Format: NDJSONFormatName, Version: NDJSONVersion, Order: "hlc", BundleID: m.BundleID,
-		Tenant: m.Tenant, CreatedAt: m.CreatedAt, CreatedBy: m.CreatedBy, Count: m.Count,
-		FirstHLC: m.FirstHLC, LastHLC: m.LastHLC, ChainHead: m.ChainHead, Start: m.Start, Range: rng}
-	if rng != nil {
-		nm.Count, nm.FirstHLC, nm.LastHLC, nm.ChainHead = uint64(len(recs)), lo, hi, head
-		if len(recs) == 0 {
-			nm.ChainHead = m.Start
-		}
-	}
-	sum.Sum(nm.SHA256[:0])
-	last, err := json.Marshal(ndjsonLast{Manifest: &nm})
-	if err != nil {
-		return NDJSONManifest{}, err
-	}
-	out.Write(append(last, '\n'))
-	return nm, out.Flush()
 }
 
 // NDJSONReport is what VerifyNDJSON found.

@@ -88,12 +88,12 @@ func TestVerifyNDJSON_FindsDamage(t *testing.T) {
 }
 
 // TestIndexRecords_SizesAreWhatTheDocsSay: the per-entry memory of Merge
-// and WriteNDJSON that their docs and FORMAT.md state.
+// and WriteNDJSON (besides its lines) that their docs and FORMAT.md state.
 func TestIndexRecords_SizesAreWhatTheDocsSay(t *testing.T) {
 	if got := unsafe.Sizeof(mergeRecord{}); got != mergeRecordBytes {
 		t.Errorf("mergeRecord is %d bytes, documented %d", got, mergeRecordBytes)
 	}
-	if got := unsafe.Sizeof(ndjsonRecord{}); got != ndjsonRecordBytes {
-		t.Errorf("ndjsonRecord is %d bytes, documented %d", got, ndjsonRecordBytes)
+	if got := unsafe.Sizeof(lineRec{}); got != lineRecBytes {
+		t.Errorf("lineRec is %d bytes, documented %d", got, lineRecBytes)
 	}
 }

@@ -21,7 +21,8 @@ import (
 // with its seq, links and body, a checkpoint per complete batch, then a
 // manifest), or NDJSON sorted by HLC with a last manifest line. The
 // export is never held in memory; NDJSON, which is sorted, goes through a
-// temporary file.
+// temporary file (the bundle) and sorted runs of its lines in temporary
+// files past bundle.DefaultNDJSONRunBytes (16 MiB) of lines.
 //
 // from_hlc and to_hlc (bundle.ParseRange: inclusive, HLC total order;
 // wall:logical:node or a wall clock in ms; either may be left out) make
@@ -88,9 +89,33 @@ func (sv *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) 
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	if _, err := bundle.WriteNDJSONRange(w, bundle.Source{Name: "export", R: f, Size: size}, nil, rng); err != nil {
+	ncfg := bundle.NDJSONConfig{Range: rng, NewRunFile: tempRunFile}
+	if _, err := bundle.WriteNDJSONWith(w, bundle.Source{Name: "export", R: f, Size: size}, ncfg); err != nil {
 		sv.abortStream(err)
 	}
+}
+
+// tempRunFile is a sorted run of an NDJSON export's lines
+// (bundle.NDJSONConfig.NewRunFile): a file in the temporary directory,
+// removed from it at once, so it is gone however the export ends, and
+// released on Close. Where an open file cannot be removed, it is removed
+// on Close.
+func tempRunFile() (bundle.RunFile, error) {
+	f, err := os.CreateTemp("", "strata-export-*.run")
+	if err != nil {
+		return nil, err
+	}
+	if os.Remove(f.Name()) != nil {
+		return removedOnClose{f}, nil
+	}
+	return f, nil
+}
+
+// removedOnClose is a run file removed when closed.
+type removedOnClose struct{ *os.File }
+
+func (f removedOnClose) Close() error {
+	return errors.Join(f.File.Close(), os.Remove(f.Name()))
 }
 
 // writeBundle writes cfg.Tenant's chain from one read view: the whole

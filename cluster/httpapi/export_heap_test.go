@@ -143,9 +143,10 @@ func TestExport_HoldsBoundedMemoryFromBolt(t *testing.T) {
 	// what it allocates during each as live.
 	concurrent, during := concurrentGrowth(t, func() error { return writeExport(st, io.Discard, cfg) })
 
-	// NDJSON: the handler writes the bundle to a file, then sorts an index
-	// of it by HLC (48 bytes an entry) and writes the lines; the first
-	// write to the client comes after the sort, with the index whole.
+	// NDJSON: the handler writes the bundle to a file, then verifies it
+	// and sorts its lines by HLC, in memory up to 16 MiB and in sorted
+	// runs on disk past it; the first write to the client comes once they
+	// are sorted (bundle's TestNDJSON_HoldsBoundedMemory bounds it).
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
@@ -154,19 +155,21 @@ func TestExport_HoldsBoundedMemoryFromBolt(t *testing.T) {
 	ndBase := liveHeap()
 	var ndPeak uint64
 	fw := &firstWrite{fn: func() { ndPeak = liveHeap() }}
-	wall, cpu := timed(func() { _, err = bundle.WriteNDJSON(fw, bundle.Source{Name: "export", R: f, Size: size}, nil) })
+	wall, cpu := timed(func() {
+		_, err = bundle.WriteNDJSONWith(fw, bundle.Source{Name: "export", R: f, Size: size}, bundle.NDJSONConfig{NewRunFile: tempRunFile})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ndGrowth := int64(ndPeak) - int64(ndBase)
-	t.Logf("memory: paused export +%.2f MiB live at most (%d pauses; bound %d MiB); concurrent GC sampling +%.1f MiB (up to %.1f MiB allocated during one GC); NDJSON index +%.1f MiB live after its sort (%.0f bytes an entry), NDJSON of %d bytes in %s (%.0f events/s, %.0f per CPU-second)",
+	t.Logf("memory: paused export +%.2f MiB live at most (%d pauses; bound %d MiB); concurrent GC sampling +%.1f MiB (up to %.1f MiB allocated during one GC); NDJSON +%.1f MiB live when it first writes (%.0f bytes an entry), NDJSON of %d bytes in %s (%.0f events/s, %.0f per CPU-second)",
 		float64(growth)/(1<<20), exportPauses, maxExportLiveBytes>>20, float64(concurrent)/(1<<20), float64(during)/(1<<20),
 		float64(ndGrowth)/(1<<20), float64(ndGrowth)/float64(n), fw.n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), float64(n)/cpu.Seconds())
 	if growth > maxExportLiveBytes {
 		t.Fatalf("a paused export holds %d bytes of live heap over the heap before it", growth)
 	}
-	if limit := int64(n)*80 + maxExportLiveBytes; ndGrowth > limit { // 48 bytes an entry, and the slice's spare room
-		t.Fatalf("the NDJSON index holds %d bytes for %d entries, over %d", ndGrowth, n, limit)
+	if limit := int64(2*bundle.DefaultNDJSONRunBytes + maxExportLiveBytes); ndGrowth > limit { // a run of lines and its records
+		t.Fatalf("the NDJSON writer holds %d bytes for %d entries, over %d", ndGrowth, n, limit)
 	}
 }
 

@@ -442,7 +442,7 @@ func tempRunFiles(dir string) func() (bundle.RunFile, error) {
 }
 
 func newBundleNDJSONCmd() *cobra.Command {
-	var out, pubkey string
+	var out, pubkey, tempDir string
 	cmd := &cobra.Command{
 		Use:   "ndjson FILE -o OUT",
 		Short: "Verify a bundle and write its events as NDJSON sorted by HLC, with a last manifest line (-o - for stdout)",
@@ -461,7 +461,7 @@ func newBundleNDJSONCmd() *cobra.Command {
 			}
 			defer closeAll()
 			write := func(w io.Writer) error {
-				_, err := bundle.WriteNDJSON(w, srcs[0], pub)
+				_, err := bundle.WriteNDJSONWith(w, srcs[0], bundle.NDJSONConfig{PublicKey: pub, NewRunFile: tempRunFiles(tempDir)})
 				return err
 			}
 			if out == "-" {
@@ -477,6 +477,7 @@ func newBundleNDJSONCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write the NDJSON to, - for stdout")
 	cmd.Flags().StringVar(&pubkey, "pubkey", "", "public key file that must have signed the bundle")
+	cmd.Flags().StringVar(&tempDir, "temp-dir", "", "directory of the sorted runs of lines past 16 MiB (default: the system's)")
 	return cmd
 }
 
