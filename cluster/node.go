@@ -240,7 +240,7 @@ func StartNode(cfg NodeConfig, opts NodeOptions) (_ *Node, err error) {
 	}
 	if cfg.Backup.Dir != "" {
 		if n.backups, err = backup.New(backup.Config{Dir: cfg.Backup.Dir, Interval: cfg.Backup.Interval, Retain: cfg.Backup.Retain,
-			Group: n.role.group, Ledger: n.ledger, IsLeader: n.raft.IsLeader, Logger: n.log.With("component", "backup"), Registerer: n.reg}); err != nil {
+			Group: n.role.group, Ledger: n.ledger, IsLeader: n.raft.IsLeader, Term: n.raft.Raft.CurrentTerm, Logger: n.log.With("component", "backup"), Registerer: n.reg}); err != nil {
 			return nil, err
 		}
 		n.bg.Go(func() { n.backups.Run(n.ctx) })

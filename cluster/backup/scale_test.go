@@ -78,7 +78,7 @@ func TestBackup_CostAtScale(t *testing.T) {
 	}
 	for run := range runs {
 		var res Result
-		save := measure(func() error { var err error; res, err = b.write(); return err })
+		save := measure(func() error { var err error; res, _, err = b.write(); return err })
 		if save.err != nil {
 			t.Fatal(save.err)
 		}
