@@ -26,6 +26,7 @@ import (
 	"github.com/strata-ledger/strata/cluster/chaincheck"
 	"github.com/strata-ledger/strata/cluster/commit"
 	"github.com/strata-ledger/strata/cluster/dataplane"
+	"github.com/strata-ledger/strata/cluster/decisive"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/httpapi"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
@@ -104,10 +105,13 @@ type Node struct {
 	pipe    *commit.Pipeline
 	members *members.Membership
 	jobIDs  *fsm.JobIDGenerator // gates only
-	peers   *peer.Peers         // node-to-node calls
-	api     *httpapi.Server     // the HTTP API, served on ln
-	ln      net.Listener
-	lnWAN   net.Listener // a gate's second API listener (http_wan_addr, wire_wanapi.go), or nil
+	// decisive keeps a gate's cancels and its reconciler's completions of
+	// one job apart (gates only).
+	decisive *decisive.Jobs
+	peers    *peer.Peers     // node-to-node calls
+	api      *httpapi.Server // the HTTP API, served on ln
+	ln       net.Listener
+	lnWAN    net.Listener // a gate's second API listener (http_wan_addr, wire_wanapi.go), or nil
 
 	dp   *dataplane.Manager   // progress receiver and flush (wire_dataplane.go); nil on gates
 	live *livestats.Board     // jobs' live statistics pushed by managers; gates only
@@ -307,6 +311,9 @@ func (n *Node) openClockAndLedger() error {
 	}
 	n.applied = group.NewAppliedIndex(n.ledger.AppliedIndex())
 	n.commits = group.NewAppliedIndex(0)
+	if n.role.gate {
+		n.decisive = decisive.New()
+	}
 	if n.life, err = n.newLifecycle(); err != nil {
 		return err
 	}
@@ -642,7 +649,7 @@ func (n *Node) startAPI() error {
 		EnableFaultInjection: n.cfg.EnableFaultInjection, ClusterToken: n.cfg.ClusterToken,
 		Auth: n.auth, Ledger: n.ledger, Store: n.store, Applied: n.applied, Writer: n.pipe, Consensus: n.raft,
 		Members: n.members, Peers: internalRoutes{n.peers, n}, Workers: n.life, DataPlane: n.dataPlaneAPI(), Live: n.liveAPI(),
-		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs,
+		LedgerCheck: n.replica.NotReady, AntiEntropy: n.antiEntropyAPI(), SigningKey: n.signingKey, WAL: n.wal, Stamper: n.stamper, JobIDs: n.jobIDs, Decisive: n.decisive,
 		Faults: n.faults, Registry: n.reg, Logger: n.log, Closing: n.closing.Load,
 		TLS: n.apiTLS(), Security: n.securityStatus, Keyring: n.keyringAPI(), Tracer: n.opts.Tracer,
 		RateLimit: httpapi.RateLimit{PerSecond: n.cfg.APIRateLimit, Burst: cmp.Or(n.cfg.APIRateBurst, n.cfg.APIRateLimit)},

@@ -28,7 +28,7 @@ func (n *Node) newLifecycle() (*lifecycle.Lifecycle, error) {
 		Store: n.store, CommittedView: n.store.ViewCommitted, Positions: n.ledger,
 		Submitter: tracedSubmitter(n.opts.Tracer.Proposals(w.Submit, n.cfg.Region, n.jobTraceparent)),
 		Deliverer: w, Leadership: w, Applied: n.commits,
-		Stamper: n.stamper, Now: time.Now, Logger: n.log, Registerer: n.reg,
+		Stamper: n.stamper, Decisive: n.decisive, Now: time.Now, Logger: n.log, Registerer: n.reg,
 		ReconcileInterval: n.cfg.ReconcileInterval, WorkerAckWindow: n.cfg.WorkerAckWindow, BreakerCooldown: n.cfg.BreakerCooldown,
 		Breakers: n.cfg.Breakers.Govern(), RetryDefaults: n.cfg.retryDefaults(), Regions: func() []string { return n.members.Regions() },
 	})

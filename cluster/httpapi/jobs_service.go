@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
@@ -213,8 +214,49 @@ func replayed(prev idemEntry, got *fsm.JobSpec) (Submitted, error) {
 
 // Cancel asks to cancel job id for p at durability level. It runs on the
 // leader (the caller forwards otherwise): the cancel's fence comes from
-// the job's current state, read linearizably.
+// the job's current state, read linearizably, once no completion of the
+// job is in flight here (cluster/decisive), and none is proposed until
+// the cancel reached the tier or was refused.
 func (j *Jobs) Cancel(ctx context.Context, p auth.Principal, id string, req api.CancelJobRequest, level commit.Durability) (commit.SubmitResult, hlc.Timestamp, error) {
+	release, err := j.cfg.Decisive.Acquire(ctx, id)
+	if err != nil {
+		return commit.SubmitResult{}, hlc.Timestamp{}, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable,
+			Message: fmt.Sprintf("cancel: a decision on job %s is still being written; retry", id)}
+	}
+	res, ts, err := j.cancel(ctx, p, id, req, level)
+	if res.Results == nil && res.LSN != 0 {
+		// In the NodeWAL, not at the tier yet (a lower level, or the
+		// caller gave up): it may still apply, so it stays in flight.
+		go j.releaseAtTier(res.LSN, release)
+	} else {
+		release()
+	}
+	return res, ts, err
+}
+
+// releaseAtTier releases a decisive write once the pipeline's watermark
+// passes its record (at the tier, or refused for good), and at the
+// latest after maxDecisiveHold.
+func (j *Jobs) releaseAtTier(lsn wal.LSN, release func()) {
+	defer release()
+	tick := time.NewTicker(decisivePoll)
+	defer tick.Stop()
+	deadline := time.Now().Add(maxDecisiveHold)
+	for j.cfg.Writer.Watermark() < lsn && time.Now().Before(deadline) {
+		<-tick.C
+	}
+}
+
+// How a cancel below the tier is followed: its job takes no completion on
+// this node until the watermark passes it, polled every decisivePoll, for
+// at most maxDecisiveHold (a record that has not climbed by then is held
+// up by a lost quorum, during which nothing is decided anyway).
+const (
+	decisivePoll    = 10 * time.Millisecond
+	maxDecisiveHold = 30 * time.Second
+)
+
+func (j *Jobs) cancel(ctx context.Context, p auth.Principal, id string, req api.CancelJobRequest, level commit.Durability) (commit.SubmitResult, hlc.Timestamp, error) {
 	if err := j.cfg.Consensus.ConfirmLeadership(ctx); err != nil {
 		return commit.SubmitResult{}, hlc.Timestamp{}, &httpx.APIError{Status: http.StatusServiceUnavailable, Code: httpx.CodeUnavailable, Message: "cancel: " + err.Error()}
 	}

@@ -47,6 +47,7 @@ import (
 
 	"github.com/strata-ledger/strata/cluster/auth"
 	"github.com/strata-ledger/strata/cluster/commit"
+	"github.com/strata-ledger/strata/cluster/decisive"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/lifecycle"
 	"github.com/strata-ledger/strata/cluster/members"
@@ -208,11 +209,14 @@ type Config struct {
 	DataPlane DataPlane
 	// Live is a gate's live statistics, nil on managers: GET
 	// /v1/jobs/{id} and watches add them to the job (stats at NONE).
-	Live    Live
-	WAL     WALStatus
-	Stamper *commit.Stamper
-	JobIDs  *fsm.JobIDGenerator
-	Faults  *faultnet.Faults
+	Live Live
+	// Decisive keeps a gate leader's cancels apart from its reconciler's
+	// completions of the same job (cluster/decisive); nil on managers.
+	Decisive *decisive.Jobs
+	WAL      WALStatus
+	Stamper  *commit.Stamper
+	JobIDs   *fsm.JobIDGenerator
+	Faults   *faultnet.Faults
 	// Registry serves /metrics and takes the HTTP metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger

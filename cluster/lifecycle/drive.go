@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
+	"github.com/strata-ledger/strata/cluster/decisive"
 	"github.com/strata-ledger/strata/fsm"
 )
 
@@ -52,14 +54,57 @@ func (d *globalDriver) pass(ctx context.Context) error {
 	// The cluster's maintenance mode: its failure fails the pass (logged,
 	// tried again) but holds no job decision back.
 	maintErr := d.m.pass(ctx, now.WallMs, &d.wg)
-	if len(w.propose) == 0 {
+	propose, release := takeDecisive(d.l.cfg.Decisive, w.propose)
+	if len(propose) == 0 {
 		return maintErr
 	}
-	if err := d.l.stamp(w.propose, w.after); err != nil {
+	if err := d.l.stamp(propose, w.after); err != nil {
+		release(nil)
 		return errors.Join(err, maintErr)
 	}
-	return errors.Join(d.l.proposeAll(ctx, w.propose), maintErr)
+	err = d.l.proposeAll(ctx, propose)
+	release(err)
+	return errors.Join(err, maintErr)
 }
+
+// takeDecisive keeps of events the decisions (completion, time-out) of
+// jobs with no decisive write in flight on this node, taking those jobs,
+// and drops the others: they are planned again next pass, when the
+// cancel in flight has applied (cluster/decisive). release ends the
+// holds once the proposal returned: at once if it reached the tier; if it
+// failed, the decisions may still apply, so after decisiveHoldOnError.
+func takeDecisive(j *decisive.Jobs, events []fsm.Event) (kept []fsm.Event, release func(error)) {
+	var held []func()
+	kept = events[:0:0]
+	for _, e := range events {
+		if e.Type == fsm.TypeJobCompleted || e.Type == fsm.TypeJobTimedOut || e.Type == fsm.TypeJobFailed {
+			r, ok := j.TryAcquire(e.JobID)
+			if !ok {
+				continue
+			}
+			held = append(held, r)
+		}
+		kept = append(kept, e)
+	}
+	return kept, func(err error) {
+		free := func() {
+			for _, r := range held {
+				r()
+			}
+		}
+		if err == nil || len(held) == 0 {
+			free()
+			return
+		}
+		time.AfterFunc(decisiveHoldOnError, free)
+	}
+}
+
+// decisiveHoldOnError is how long a job whose decision failed to reach the
+// tier takes no cancel on this node: the proposal may still be climbing
+// (the pipeline keeps it in the NodeWAL and goes on), and a cancel
+// admitted before it applies would overturn it once it has been read.
+const decisiveHoldOnError = 10 * time.Second
 
 // takeEnded returns the regions whose delivery ended since the last call.
 func (d *globalDriver) takeEnded() []string {

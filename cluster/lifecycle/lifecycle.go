@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/strata-ledger/strata/cluster/decisive"
 	"github.com/strata-ledger/strata/cluster/govern"
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/hlc"
@@ -113,6 +114,10 @@ type Config struct {
 	// Stamper stamps planned events (commit.Stamper, the node's one
 	// stamper) and gives the global reconciler its HLC wall time.
 	Stamper Stamper
+	// Decisive keeps the global reconciler's completions and time-outs
+	// apart from the API's cancels of the same job (cluster/decisive);
+	// nil: no one else writes decisions here.
+	Decisive *decisive.Jobs
 	// Now is the wall clock: worker liveness, the regional reconciler,
 	// the forwarder's backoff, breaker cooldown and lag; default time.Now.
 	// (Timers and tickers still run on the runtime's clock: a test that
