@@ -100,7 +100,7 @@ func VerifyProofSigned(p Proof, pub ed25519.PublicKey) error {
 
 // MaxProofBytes bounds a proof's JSON (DecodeProof): the body of one
 // event and a path of a few hashes.
-const MaxProofBytes = 4 << 20
+const MaxProofBytes = 256 << 10
 
 // maxProofPath bounds a proof's path: a batch of CheckpointEvents leaves
 // needs at most 10 hashes.
