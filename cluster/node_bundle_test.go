@@ -392,3 +392,70 @@ func exportsTimed(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	return 0
 }
+
+// Two clusters each with jobs of their own: each one's export imported
+// into the other (so one applies A's events then B's, the other B's then
+// A's) leaves both with every job of both, in equal states with equal
+// digests; importing both again, in the other order, changes nothing.
+// (Issue 15; subnets 74 and 75.)
+func TestBundle_TwoClustersImportedInEitherOrder(t *testing.T) {
+	a := startTestCluster(t, 74)
+	idsA := a.submitJobs(2)
+	if r := a.call("g2", "POST", "/v1/jobs/"+idsA[0]+"/cancel", testAcmeToken, []byte(`{"reason":"a"}`)); r.status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	b := startTestCluster(t, 75)
+	idsB := b.submitJobs(3)
+	export := func(c *testCluster) []byte {
+		t.Helper()
+		r := c.call("g1", "GET", "/v1/export?tenant=acme", testAcmeToken, nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("export: %d %s", r.status, r.body)
+		}
+		return r.body
+	}
+	expA, expB := export(a), export(b)
+	imp := func(c *testCluster, body []byte, wantApplied int) {
+		t.Helper()
+		r := c.call("g1", "POST", "/v1/import", testAdminToken, body)
+		var out api.ImportResponse
+		if r.status == http.StatusOK {
+			r.decode(t, &out)
+		}
+		if r.status != http.StatusOK || out.Applied != wantApplied || out.Rejected != 0 {
+			t.Fatalf("import: %d %s", r.status, r.body)
+		}
+	}
+	nA, nB := len(bundleEvents(t, expA)), len(bundleEvents(t, expB))
+	imp(a, expB, nB) // A: its own events, then B's
+	imp(b, expA, nA) // B: its own events, then A's
+	imp(a, expA, 0)  // and again, in the other order: nothing new
+	imp(b, expB, 0)
+	for _, id := range append(slices.Clone(idsA), idsB...) {
+		for _, c := range []*testCluster{a, b} {
+			c.waitFor("job "+id+" at every gate", func() bool {
+				for _, g := range []string{"g1", "g2", "g3"} {
+					if _, err := c.node(g).ledger.JobByID(id); err != nil {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		// Every gate of each cluster holds it; compare the two g1s.
+		a.waitFor("job "+id+" equal in both clusters", func() bool {
+			ja, errA := a.node("g1").ledger.JobByID(id)
+			jb, errB := b.node("g1").ledger.JobByID(id)
+			if errA != nil || errB != nil || ja.Events != jb.Events || ja.Status != jb.Status {
+				return false
+			}
+			da, _ := ja.Digest()
+			db, _ := jb.Digest()
+			return da == db
+		})
+	}
+	ja, _ := a.node("g1").ledger.JobByID(idsA[0])
+	if ja.Status != fsm.JobStatusCancelling && ja.Status != fsm.JobStatusCancelled {
+		t.Fatalf("job %s: status %v, want its cancellation", idsA[0], ja.Status)
+	}
+}
