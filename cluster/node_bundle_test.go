@@ -182,7 +182,9 @@ func TestBundle_ExportVerifyImport(t *testing.T) {
 }
 
 // An import refused up front changes nothing: a force import skips a
-// damaged manifest but never a body conflict (409, nothing applied); an
+// damaged manifest or signature but never a body conflict (409, nothing
+// applied; counted as kind body, an event the apply rejects as kind
+// rejected); an
 // event whose HLC is too far ahead in the second batch of 500 refuses the
 // whole bundle (the first batch is not applied); pubkey requires a
 // signature by that key (403 for an unsigned or otherwise signed bundle,
@@ -236,6 +238,30 @@ func TestBundle_ImportRefusalsChangeNothing(t *testing.T) {
 		t.Fatalf("forced: %s", r.body)
 	}
 	c.waitFor("the forced job", func() bool { _, err := c.node("g2").ledger.JobByID(one.JobID); return err == nil })
+
+	// A damaged signature (one bit of the seal's signature): refused, and
+	// applied with force.
+	four := newJob(4)
+	badSig := damageSignature(t, rebundle(t, append(slices.Clone(held), four), ed25519.NewKeyFromSeed(bytes.Repeat([]byte{5}, 32))))
+	if r := imp(badSig, ""); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "signature") {
+		t.Fatalf("damaged signature: %d %s", r.status, r.body)
+	}
+	if r := imp(badSig, "?force=true"); r.status != http.StatusOK {
+		t.Fatalf("forced signature: %d %s", r.status, r.body)
+	} else if r.decode(t, &out); out.Verified || out.Applied != 1 {
+		t.Fatalf("forced signature: %s", r.body)
+	}
+
+	// A JobCreated of a job the ledger holds, under a new event id: the
+	// apply rejects it (a conflict of kind rejected), the import answers.
+	again := held[created]
+	again.ID[0] ^= 0x0f
+	again.HLC.Logical += 7
+	if r := imp(rebundle(t, append(slices.Clone(held), again), nil), ""); r.status != http.StatusOK {
+		t.Fatalf("a job created twice: %d %s", r.status, r.body)
+	} else if r.decode(t, &out); out.Rejected != 1 || out.Applied != 0 {
+		t.Fatalf("a job created twice: %s", r.body)
+	}
 
 	// A body conflict with force: 409, and its new job is not applied.
 	two := newJob(2)
@@ -303,6 +329,9 @@ func TestBundle_ImportRefusalsChangeNothing(t *testing.T) {
 	if v := testkit.MetricValue(t, reg, "strata_bundle_import_conflicts_total", "kind", "body"); v != 1 {
 		t.Errorf("body conflicts: %v", v)
 	}
+	if v := testkit.MetricValue(t, reg, "strata_bundle_import_conflicts_total", "kind", "rejected"); v != 1 {
+		t.Errorf("rejected: %v", v)
+	}
 	// The export was served by whichever gate answered it (a read may go
 	// to the leader).
 	var timed float64
@@ -366,6 +395,24 @@ func damageManifest(t *testing.T, b []byte) []byte {
 	n := int(binary.LittleEndian.Uint32(b[start-4:]))
 	crc := crc32.Checksum(b[start-5:start+n], crc32.MakeTable(crc32.Castagnoli))
 	binary.LittleEndian.PutUint32(b[start+n:], crc)
+	return b
+}
+
+// damageSignature flips one bit of the signature in b's seal (frame
+// checksum fixed): the seal no longer verifies, a signature failure,
+// which force skips.
+func damageSignature(t *testing.T, b []byte) []byte {
+	t.Helper()
+	b = bytes.Clone(b)
+	start := bytes.LastIndex(b, []byte(`{"payloadType":`))
+	i := bytes.Index(b[start:], []byte(`"sig":"`))
+	if start < 5 || i < 0 {
+		t.Fatalf("no seal signature to damage")
+	}
+	at := start + i + len(`"sig":"`) + 2
+	b[at] = map[bool]byte{true: 'B', false: 'A'}[b[at] == 'A']
+	n := int(binary.LittleEndian.Uint32(b[start-4:]))
+	binary.LittleEndian.PutUint32(b[start+n:], crc32.Checksum(b[start-5:start+n], crc32.MakeTable(crc32.Castagnoli)))
 	return b
 }
 

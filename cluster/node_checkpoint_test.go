@@ -86,6 +86,16 @@ func TestChainCheckpointsAndProofs(t *testing.T) {
 	if r := c.call("g1", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", bundle.CheckpointEvents+5), testAcmeToken, nil); r.status != http.StatusNotFound {
 		t.Fatalf("proof in the incomplete batch: %d %s", r.status, r.body)
 	}
+	for query, want := range map[string]int{
+		"seq=1&event=" + fsm.EventID{1}.String(): http.StatusBadRequest, // both
+		"":                                       http.StatusBadRequest, // neither
+		"event=nothex":                           http.StatusBadRequest,
+		"event=" + fsm.EventID{1}.String():       http.StatusNotFound, // not in the chain
+	} {
+		if r := c.call("g1", "GET", "/v1/chain/proof?tenant=acme&"+query, testAcmeToken, nil); r.status != want {
+			t.Fatalf("proof?%s: %d %s", query, r.status, r.body)
+		}
+	}
 	// Exports are signed with the same key.
 	exp := c.call("g1", "GET", "/v1/export?tenant=acme", testAcmeToken, nil)
 	if rep, err := bundle.Verify(bytes.NewReader(exp.body), bundle.VerifyConfig{PublicKey: pub}); err != nil || !rep.Trusted {
