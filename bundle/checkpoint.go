@@ -34,15 +34,6 @@ type Checkpoint struct {
 	Root     fsm.Hash `json:"root"`
 }
 
-// Proof shows that the event of Seq, whose link is Link, is in a
-// checkpoint's batch.
-type Proof struct {
-	Seq   uint64     `json:"seq"`
-	Link  fsm.Hash   `json:"link"`
-	Path  []fsm.Hash `json:"path"` // siblings, leaf level first
-	Batch Checkpoint `json:"checkpoint"`
-}
-
 // ErrProof is the error of a proof that does not verify.
 var ErrProof = errors.New("bundle: inclusion proof does not verify")
 
@@ -89,22 +80,6 @@ func InclusionPath(links []fsm.Hash, i int) []fsm.Hash {
 		return append(InclusionPath(links[:k], i), MerkleRoot(links[k:]))
 	}
 	return append(InclusionPath(links[k:], i-k), MerkleRoot(links[:k]))
-}
-
-// VerifyProof checks that p.Link at p.Seq is in p.Batch's tree.
-func VerifyProof(p Proof) error {
-	c := p.Batch
-	if p.Seq < c.FirstSeq || p.Seq > c.LastSeq || c.LastSeq < c.FirstSeq || c.LastSeq-c.FirstSeq >= CheckpointEvents {
-		return fmt.Errorf("%w: seq %d outside the batch %d..%d", ErrProof, p.Seq, c.FirstSeq, c.LastSeq)
-	}
-	root, err := rootFromPath(leafHash(p.Link), int(p.Seq-c.FirstSeq), int(c.LastSeq-c.FirstSeq+1), p.Path)
-	if err != nil {
-		return err
-	}
-	if root != c.Root {
-		return fmt.Errorf("%w: seq %d", ErrProof, p.Seq)
-	}
-	return nil
 }
 
 // rootFromPath recomputes the root of n leaves from leaf i's hash and its

@@ -18,7 +18,7 @@ func TestInclusionProofs(t *testing.T) {
 		}
 		c := Checkpoint{Tenant: "acme", FirstSeq: 1001, LastSeq: uint64(1000 + n), Root: MerkleRoot(links)}
 		for i := range links {
-			p := Proof{Seq: c.FirstSeq + uint64(i), Link: links[i], Path: InclusionPath(links, i), Batch: c}
+			p := Proof{Seq: c.FirstSeq + uint64(i), Link: links[i], Path: InclusionPath(links, i), Batch: SignedCheckpoint{Checkpoint: c}}
 			if err := VerifyProof(p); err != nil {
 				t.Fatalf("n=%d i=%d: %v", n, i, err)
 			}
@@ -60,7 +60,7 @@ func TestInclusionPath_Length(t *testing.T) {
 func FuzzVerifyProof(f *testing.F) {
 	f.Add(uint64(3), []byte{1, 2, 3}, uint64(1), uint64(5))
 	f.Fuzz(func(t *testing.T, seq uint64, raw []byte, first, last uint64) {
-		p := Proof{Seq: seq, Batch: Checkpoint{FirstSeq: first, LastSeq: last}}
+		p := Proof{Seq: seq, Batch: SignedCheckpoint{Checkpoint: Checkpoint{FirstSeq: first, LastSeq: last}}}
 		for len(raw) >= 32 && len(p.Path) < 64 {
 			var h fsm.Hash
 			copy(h[:], raw)

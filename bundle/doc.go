@@ -19,7 +19,11 @@
 //   - WriteNDJSON / VerifyNDJSON: the same chain as JSON lines sorted by
 //     HLC total order, closed by a {"manifest": ...} line.
 //   - Keys: GenerateKey, key files (PEM, or raw base64), Sign/Open of the
-//     envelope.
+//     envelope; Resign: a verified bundle written again signed by another
+//     key (strata bundle export --sign).
+//   - Checkpoints and proofs: MerkleRoot, InclusionPath, a self-sufficient
+//     Proof of one event (its content, previous link, Merkle path and the
+//     signed checkpoint), VerifyProof / VerifyProofSigned, DecodeProof.
 //
 // Invariants:
 //   - Memory: Writer and Verify hold one entry and one checkpoint batch's
@@ -61,6 +65,7 @@
 //
 // It does not talk to a cluster, open files by name or read the clock:
 // the CLI (cmd/strata bundle) opens files, and the API's export and import
-// (later) stream a ledger's ChainEvents into a Writer and a verified
-// bundle into the ledger's apply path.
+// (GET /v1/export, POST /v1/import, cluster/httpapi) stream a ledger's
+// ChainEvents into a Writer and a verified bundle into the ledger's apply
+// path.
 package bundle

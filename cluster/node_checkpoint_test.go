@@ -57,11 +57,17 @@ func TestChainCheckpointsAndProofs(t *testing.T) {
 		var p bundle.Proof
 		r := c.call("g3", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", seq), testAcmeToken, nil)
 		r.decode(t, &p)
-		if r.status != http.StatusOK || p.Batch != cp {
+		if r.status != http.StatusOK || p.Batch.Checkpoint != cp || p.Event == nil {
 			t.Fatalf("proof of %d: %d %.300s", seq, r.status, r.body)
 		}
-		if err := bundle.VerifyProof(p); err != nil {
+		if err := bundle.VerifyProofSigned(p, pub); err != nil {
 			t.Fatalf("proof of %d: %v", seq, err)
+		}
+		// The same proof by the entry's event id.
+		var byID bundle.Proof
+		r = c.call("g2", "GET", "/v1/chain/proof?tenant=acme&event="+p.Event.ID.String(), testAcmeToken, nil)
+		if r.decode(t, &byID); r.status != http.StatusOK || byID.Seq != seq || byID.Link != p.Link {
+			t.Fatalf("proof of event %s: %d %.300s", p.Event.ID, r.status, r.body)
 		}
 		// The proven link is the stored entry's.
 		var stored fsm.Hash
@@ -79,6 +85,16 @@ func TestChainCheckpointsAndProofs(t *testing.T) {
 	}
 	if r := c.call("g1", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", bundle.CheckpointEvents+5), testAcmeToken, nil); r.status != http.StatusNotFound {
 		t.Fatalf("proof in the incomplete batch: %d %s", r.status, r.body)
+	}
+	for query, want := range map[string]int{
+		"seq=1&event=" + fsm.EventID{1}.String(): http.StatusBadRequest, // both
+		"":                                       http.StatusBadRequest, // neither
+		"event=nothex":                           http.StatusBadRequest,
+		"event=" + fsm.EventID{1}.String():       http.StatusNotFound, // not in the chain
+	} {
+		if r := c.call("g1", "GET", "/v1/chain/proof?tenant=acme&"+query, testAcmeToken, nil); r.status != want {
+			t.Fatalf("proof?%s: %d %s", query, r.status, r.body)
+		}
 	}
 	// Exports are signed with the same key.
 	exp := c.call("g1", "GET", "/v1/export?tenant=acme", testAcmeToken, nil)

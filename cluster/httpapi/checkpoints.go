@@ -14,10 +14,13 @@ import (
 )
 
 // GET /v1/chain/checkpoints?tenant=T[&after=N] and GET
-// /v1/chain/proof?tenant=T&seq=S (issue 15, seed 000): the checkpoints of
-// a tenant's chain, one per complete batch of bundle.CheckpointEvents
-// entries, derived from the chain (every gate derives the same), and the
-// inclusion proof of one entry in its batch's checkpoint.
+// /v1/chain/proof?tenant=T&(seq=S|event=ID) (issue 15, seed 000): the
+// checkpoints of a tenant's chain, one per complete batch of
+// bundle.CheckpointEvents entries, derived from the chain (every gate
+// derives the same), and the inclusion proof of one entry (by sequence
+// number or event id) in its batch's checkpoint: the entry's content and
+// previous link, so a verifier recomputes its link, the Merkle path, and
+// the checkpoint signed by the gates' key when they have one.
 
 // maxCheckpointsPerPage bounds one page: the entries it reads are at
 // most MaxVerifyEvents.
@@ -62,7 +65,7 @@ func (sv *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request, c *c
 				out.Next = first - 1
 				break
 			}
-			cp, _, err := batchCheckpoint(tx, tenant, first)
+			cp, _, err := batchCheckpoint(tx, tenant, first, nil)
 			if err != nil {
 				return err
 			}
@@ -83,28 +86,63 @@ func (sv *Server) handleProof(w http.ResponseWriter, r *http.Request, c *call) {
 	if !ok {
 		return
 	}
-	seq, err := strconv.ParseUint(r.URL.Query().Get("seq"), 10, 64)
-	if err != nil || seq == 0 {
-		httpx.WriteError(w, httpx.BadRequest("seq must be an entry's sequence number (from 1)"))
+	q := r.URL.Query()
+	var seq uint64
+	var id fsm.EventID
+	var err error
+	switch {
+	case q.Has("seq") == q.Has("event"):
+		err = errors.New("give one of seq (an entry's sequence number, from 1) and event (an event id)")
+	case q.Has("event"):
+		if id, err = fsm.ParseEventID(q.Get("event")); err != nil {
+			err = fmt.Errorf("event: %w", err)
+		}
+	default:
+		if seq, err = strconv.ParseUint(q.Get("seq"), 10, 64); err != nil || seq == 0 {
+			err = errors.New("seq must be an entry's sequence number (from 1)")
+		}
+	}
+	if err != nil {
+		httpx.WriteError(w, httpx.BadRequest("%v", err))
 		return
 	}
-	first := (seq-1)/bundle.CheckpointEvents*bundle.CheckpointEvents + 1
 	var proof bundle.Proof
 	err = sv.cfg.Store.View(func(tx fsm.ReadTx) error {
+		if seq == 0 {
+			se, err := tx.Event(tenant, id)
+			if err != nil {
+				return err
+			}
+			if se == nil {
+				return &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound,
+					Message: fmt.Sprintf("event %s is not in %s's chain", id, tenant)}
+			}
+			seq = se.Seq
+		}
 		head, _, err := tx.ChainHead(tenant)
 		if err != nil {
 			return err
 		}
+		first := (seq-1)/bundle.CheckpointEvents*bundle.CheckpointEvents + 1
 		if first+bundle.CheckpointEvents-1 > head.Seq {
 			return &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound,
 				Message: fmt.Sprintf("entry %d of %s's chain is not in a complete batch yet (the chain holds %d)", seq, tenant, head.Seq)}
 		}
-		cp, links, err := batchCheckpoint(tx, tenant, first)
+		var ev *bundle.ProofEvent
+		cp, links, err := batchCheckpoint(tx, tenant, first, func(se *fsm.StoredEvent, prev fsm.Hash) error {
+			if se.Seq != seq {
+				return nil
+			}
+			var err error
+			ev, err = bundle.NewProofEvent(se, prev)
+			return err
+		})
 		if err != nil {
 			return err
 		}
 		i := int(seq - first)
-		proof = bundle.Proof{Seq: seq, Link: links[i], Path: bundle.InclusionPath(links, i), Batch: cp}
+		proof = bundle.Proof{Seq: seq, Link: links[i], Path: bundle.InclusionPath(links, i),
+			Batch: bundle.SignCheckpoint(cp, sv.cfg.SigningKey), Event: ev}
 		return nil
 	})
 	var ae *httpx.APIError
@@ -121,8 +159,9 @@ func (sv *Server) handleProof(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 // batchCheckpoint reads the batch of tenant's chain starting at first
-// (a complete one) and returns its checkpoint and links.
-func batchCheckpoint(tx fsm.ReadTx, tenant string, first uint64) (bundle.Checkpoint, []fsm.Hash, error) {
+// (a complete one) and returns its checkpoint and links; each (if set)
+// sees every entry of the batch with its previous link.
+func batchCheckpoint(tx fsm.ReadTx, tenant string, first uint64, each func(se *fsm.StoredEvent, prev fsm.Hash) error) (bundle.Checkpoint, []fsm.Hash, error) {
 	cp := bundle.Checkpoint{Tenant: tenant, FirstSeq: first, LastSeq: first + bundle.CheckpointEvents - 1}
 	links := make([]fsm.Hash, 0, bundle.CheckpointEvents)
 	errDone := errors.New("done")
@@ -135,6 +174,15 @@ func batchCheckpoint(tx fsm.ReadTx, tenant string, first uint64) (bundle.Checkpo
 		case se.Seq < first:
 			cp.PrevLink = se.Link
 		case se.Seq <= cp.LastSeq:
+			if each != nil {
+				prev := cp.PrevLink
+				if len(links) > 0 {
+					prev = links[len(links)-1]
+				}
+				if err := each(se, prev); err != nil {
+					return err
+				}
+			}
 			links = append(links, se.Link)
 		default:
 			return errDone

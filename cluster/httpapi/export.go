@@ -62,6 +62,8 @@ func (sv *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	sv.extendWriteDeadline(w, maxExportDuration)
 	sv.bundles.exported.WithLabelValues(format).Inc()
+	start := time.Now()
+	defer func() { sv.bundles.exportSeconds.WithLabelValues(format).Observe(time.Since(start).Seconds()) }()
 	w = countingWriter{w, sv.bundles.bytesOut}
 	cfg := bundle.WriterConfig{Tenant: tenant, CreatedAt: time.Now(), CreatedBy: sv.cfg.NodeID, Signer: sv.cfg.SigningKey, Range: rng}
 	if format == "bundle" {

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,7 +69,7 @@ func TestChainProof_VerifiesHere(t *testing.T) {
 		links[i][0] = byte(i + 1)
 	}
 	good := bundle.Proof{Seq: 4, Link: links[3], Path: bundle.InclusionPath(links, 3),
-		Batch: bundle.Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 10, Root: bundle.MerkleRoot(links)}}
+		Batch: bundle.SignedCheckpoint{Checkpoint: bundle.Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 10, Root: bundle.MerkleRoot(links)}}}
 	bad := good
 	bad.Link[5] ^= 1
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -83,4 +88,70 @@ func TestChainProof_VerifiesHere(t *testing.T) {
 	}
 	_, errOut, code = runCLI(t, "", "chain", "proof", "--addr", addr, "--token", testToken, "--tenant", "acme", "--seq", "5")
 	wantCode(t, code, exitError, errOut)
+}
+
+// chain proof by event id checks the event's content against its link,
+// the path against the root and, with --pubkey, the checkpoint's
+// signature; a proof saved with -o json verifies offline with --file
+// (no server), and a tampered one fails.
+func TestChainProof_ByEventWithKeyAndOffline(t *testing.T) {
+	dir := isolate(t)
+	chain := testChain(t, 5, 80)[:10]
+	links := make([]fsm.Hash, len(chain))
+	for i, se := range chain {
+		links[i] = se.Link
+	}
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32))
+	ev := must(bundle.NewProofEvent(chain[3], chain[2].Link))
+	cp := bundle.Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 10, LastLink: links[9], Root: bundle.MerkleRoot(links)}
+	good := bundle.Proof{Seq: 4, Link: links[3], Path: bundle.InclusionPath(links, 3), Batch: bundle.SignCheckpoint(cp, key), Event: ev}
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		writeValue(w, http.StatusOK, good)
+	}))
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	pubFile := filepath.Join(dir, "gates.pub")
+	if err := os.WriteFile(pubFile, must(bundle.MarshalPublicKey(key.Public().(ed25519.PublicKey))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "", "chain", "proof", "--addr", addr, "--token", testToken, "--tenant", "acme",
+		"--event", chain[3].ID.String(), "--pubkey", pubFile, "-o", "json")
+	wantCode(t, code, exitOK, errOut)
+	if len(asked) != 1 || !strings.Contains(asked[0], "event="+chain[3].ID.String()) {
+		t.Fatalf("asked %v", asked)
+	}
+	saved := filepath.Join(dir, "proof.json")
+	if err := os.WriteFile(saved, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	out, errOut, code = runCLI(t, "", "chain", "proof", "--file", saved, "--pubkey", pubFile)
+	wantCode(t, code, exitOK, errOut)
+	if !strings.Contains(out, "link recomputed from the event") || !strings.Contains(out, bundle.KeyID(key.Public().(ed25519.PublicKey))) {
+		t.Fatalf("offline: %s", out)
+	}
+	// Another key, and a tampered event: exit 1.
+	other := filepath.Join(dir, "other.pub")
+	otherKey := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32))
+	if err := os.WriteFile(other, must(bundle.MarshalPublicKey(otherKey.Public().(ed25519.PublicKey))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runCLI(t, "", "chain", "proof", "--file", saved, "--pubkey", other)
+	wantCode(t, code, exitError, errOut)
+	bad := good
+	badEv := *ev
+	badEv.JobID += "x"
+	bad.Event = &badEv
+	tampered := filepath.Join(dir, "tampered.json")
+	if err := os.WriteFile(tampered, must(json.Marshal(bad)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runCLI(t, "", "chain", "proof", "--file", tampered)
+	wantCode(t, code, exitError, errOut)
+	for _, args := range [][]string{{"--file", saved, "--tenant", "acme", "--seq", "4"}, {"--tenant", "acme"}, {"--tenant", "acme", "--seq", "4", "--event", "x"}} {
+		_, errOut, code = runCLI(t, "", append([]string{"chain", "proof"}, args...)...)
+		wantCode(t, code, exitUsage, errOut)
+	}
 }

@@ -70,12 +70,28 @@ func (c *Client) ExportRange(ctx context.Context, tenant, format, fromHLC, toHLC
 // checks it without applying, force skips a manifest or signature
 // failure (never a broken entry or a body conflict).
 func (c *Client) Import(ctx context.Context, bundle io.Reader, verifyOnly, force bool) (*ImportResponse, error) {
+	return c.ImportWith(ctx, bundle, ImportOptions{VerifyOnly: verifyOnly, Force: force})
+}
+
+// ImportOptions are POST /v1/import's parameters.
+type ImportOptions struct {
+	VerifyOnly, Force bool
+	// PublicKey, if set, must have signed the bundle (the pubkey
+	// parameter): base64 or hex of the 32 bytes of an ed25519 key.
+	PublicKey string
+}
+
+// ImportWith is Import with every parameter.
+func (c *Client) ImportWith(ctx context.Context, bundle io.Reader, o ImportOptions) (*ImportResponse, error) {
 	q := url.Values{}
-	if verifyOnly {
+	if o.VerifyOnly {
 		q.Set("verify_only", "true")
 	}
-	if force {
+	if o.Force {
 		q.Set("force", "true")
+	}
+	if o.PublicKey != "" {
+		q.Set("pubkey", o.PublicKey)
 	}
 	resp, err := c.stream(ctx, http.MethodPost, "/v1/import?"+q.Encode(), bundle)
 	if err != nil {
@@ -180,6 +196,25 @@ func (c *Client) ChainProof(ctx context.Context, tenant string, seq uint64, ro R
 	}
 	q.Set("tenant", tenant)
 	q.Set("seq", strconv.FormatUint(seq, 10))
+	var out bundle.Proof
+	meta, err := c.do(ctx, c.read("/v1/chain/proof", q, ro), &out)
+	return result(&out, meta, err)
+}
+
+// ChainProofOfEvent is ChainProof of the entry of event id.
+func (c *Client) ChainProofOfEvent(ctx context.Context, tenant, id string, ro ReadOptions) (*bundle.Proof, ResponseMeta, error) {
+	if err := checkID("tenant", tenant); err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	if err := checkID("event", id); err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	q, err := readQuery(ro)
+	if err != nil {
+		return nil, ResponseMeta{}, err
+	}
+	q.Set("tenant", tenant)
+	q.Set("event", id)
 	var out bundle.Proof
 	meta, err := c.do(ctx, c.read("/v1/chain/proof", q, ro), &out)
 	return result(&out, meta, err)

@@ -344,7 +344,8 @@ func TestOpenAPI_WireTypesMatchSchemas(t *testing.T) {
 		{"ChainVerification", ChainVerification{Tenant: "acme", Seq: 3, Link: fsm.Hash{1}.String(), Verified: true, Events: 3, Next: 3}},
 		{"CheckpointList", CheckpointList{Checkpoints: []bundle.SignedCheckpoint{{Checkpoint: bundle.Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 1000},
 			KeyID: "k", Signature: []byte{1, 2}}}, Next: 1000}},
-		{"Proof", bundle.Proof{Seq: 3, Path: []fsm.Hash{{1}}, Batch: bundle.Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 1000}}},
+		{"Proof", bundle.Proof{Seq: 3, Path: []fsm.Hash{{1}}, Batch: bundle.SignedCheckpoint{Checkpoint: bundle.Checkpoint{Tenant: "acme", FirstSeq: 1, LastSeq: 1000}, KeyID: "k", Signature: []byte{1}},
+			Event: &bundle.ProofEvent{ID: fsm.EventID{1}, HLC: ts, JobID: job.JobID, Type: fsm.TypeJobCreated, Body: []byte{1, 2}}}},
 		{"ImportResponse", ImportResponse{Tenant: "acme", BundleID: "b", Entries: 3, Signers: []string{"k"}, Forced: "x", Applied: 3}},
 		{"ErrorEnvelope", ErrorEnvelope{Error: &Error{Code: CodeTooLarge, Message: "x", Details: map[string]any{"limit_bytes": 1}}}},
 	} {
