@@ -17,8 +17,9 @@ import (
 
 // A tenant's chain of more than one batch has a checkpoint per complete
 // batch, and every entry of it an inclusion proof that verifies offline
-// against the checkpoint alone; an entry of the incomplete batch has
-// none yet. (Issue 15, seed 000; subnet 255.)
+// against the checkpoint alone; an entry of the open batch is proved
+// against that batch's checkpoint as it stands (GET /v1/chain/checkpoints
+// serves it as "open"). (Issue 15, seed 000; subnet 255.)
 func TestChainCheckpointsAndProofs(t *testing.T) {
 	pub, priv, err := bundle.GenerateKey(nil)
 	if err != nil {
@@ -83,8 +84,23 @@ func TestChainCheckpointsAndProofs(t *testing.T) {
 			t.Fatalf("proof of %d names another link than the stored one", seq)
 		}
 	}
-	if r := c.call("g1", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", bundle.CheckpointEvents+5), testAcmeToken, nil); r.status != http.StatusNotFound {
-		t.Fatalf("proof in the incomplete batch: %d %s", r.status, r.body)
+	head := uint64(bundle.CheckpointEvents + 10)
+	if list.Open == nil || list.Open.FirstSeq != bundle.CheckpointEvents+1 || list.Open.LastSeq != head {
+		t.Fatalf("the open batch's checkpoint: %+v", list.Open)
+	}
+	if err := bundle.VerifyCheckpoint(*list.Open, pub); err != nil {
+		t.Fatalf("the open batch's checkpoint is not signed: %v", err)
+	}
+	var open bundle.Proof
+	r = c.call("g1", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", bundle.CheckpointEvents+5), testAcmeToken, nil)
+	if r.decode(t, &open); r.status != http.StatusOK || open.Batch.Checkpoint != list.Open.Checkpoint {
+		t.Fatalf("proof in the open batch: %d %.300s", r.status, r.body)
+	}
+	if err := bundle.VerifyProofSigned(open, pub); err != nil {
+		t.Fatalf("proof in the open batch: %v", err)
+	}
+	if r := c.call("g1", "GET", fmt.Sprintf("/v1/chain/proof?tenant=acme&seq=%d", head+1), testAcmeToken, nil); r.status != http.StatusNotFound {
+		t.Fatalf("proof past the chain's head: %d %s", r.status, r.body)
 	}
 	for query, want := range map[string]int{
 		"seq=1&event=" + fsm.EventID{1}.String(): http.StatusBadRequest, // both

@@ -65,11 +65,21 @@ func (sv *Server) handleCheckpoints(w http.ResponseWriter, r *http.Request, c *c
 				out.Next = first - 1
 				break
 			}
-			cp, _, err := batchCheckpoint(tx, tenant, first, nil)
+			cp, _, err := batchCheckpoint(tx, tenant, first, first+bundle.CheckpointEvents-1, nil)
 			if err != nil {
 				return err
 			}
 			out.Checkpoints = append(out.Checkpoints, bundle.SignCheckpoint(cp, sv.cfg.SigningKey))
+		}
+		// The open batch, checkpointed as it stands, on the last page.
+		open := head.Seq / bundle.CheckpointEvents * bundle.CheckpointEvents
+		if out.Next == 0 && head.Seq > open && open >= after {
+			cp, _, err := batchCheckpoint(tx, tenant, open+1, head.Seq, nil)
+			if err != nil {
+				return err
+			}
+			sc := bundle.SignCheckpoint(cp, sv.cfg.SigningKey)
+			out.Open = &sc
 		}
 		return nil
 	})
@@ -123,13 +133,16 @@ func (sv *Server) handleProof(w http.ResponseWriter, r *http.Request, c *call) {
 		if err != nil {
 			return err
 		}
-		first := (seq-1)/bundle.CheckpointEvents*bundle.CheckpointEvents + 1
-		if first+bundle.CheckpointEvents-1 > head.Seq {
+		if seq > head.Seq {
 			return &httpx.APIError{Status: http.StatusNotFound, Code: httpx.CodeNotFound,
-				Message: fmt.Sprintf("entry %d of %s's chain is not in a complete batch yet (the chain holds %d)", seq, tenant, head.Seq)}
+				Message: fmt.Sprintf("entry %d is not in %s's chain (it holds %d)", seq, tenant, head.Seq)}
 		}
+		// An entry of the open batch is proved against that batch's
+		// checkpoint as it stands (its last_seq says how far).
+		first := (seq-1)/bundle.CheckpointEvents*bundle.CheckpointEvents + 1
+		last := min(first+bundle.CheckpointEvents-1, head.Seq)
 		var ev *bundle.ProofEvent
-		cp, links, err := batchCheckpoint(tx, tenant, first, func(se *fsm.StoredEvent, prev fsm.Hash) error {
+		cp, links, err := batchCheckpoint(tx, tenant, first, last, func(se *fsm.StoredEvent, prev fsm.Hash) error {
 			if se.Seq != seq {
 				return nil
 			}
@@ -158,12 +171,13 @@ func (sv *Server) handleProof(w http.ResponseWriter, r *http.Request, c *call) {
 	httpx.WriteJSON(w, http.StatusOK, proof)
 }
 
-// batchCheckpoint reads the batch of tenant's chain starting at first
-// (a complete one) and returns its checkpoint and links; each (if set)
-// sees every entry of the batch with its previous link.
-func batchCheckpoint(tx fsm.ReadTx, tenant string, first uint64, each func(se *fsm.StoredEvent, prev fsm.Hash) error) (bundle.Checkpoint, []fsm.Hash, error) {
-	cp := bundle.Checkpoint{Tenant: tenant, FirstSeq: first, LastSeq: first + bundle.CheckpointEvents - 1}
-	links := make([]fsm.Hash, 0, bundle.CheckpointEvents)
+// batchCheckpoint reads entries first..last of tenant's chain (a whole
+// batch, or the open batch as far as it goes) and returns their
+// checkpoint and links; each (if set) sees every entry with its previous
+// link.
+func batchCheckpoint(tx fsm.ReadTx, tenant string, first, last uint64, each func(se *fsm.StoredEvent, prev fsm.Hash) error) (bundle.Checkpoint, []fsm.Hash, error) {
+	cp := bundle.Checkpoint{Tenant: tenant, FirstSeq: first, LastSeq: last}
+	links := make([]fsm.Hash, 0, last-first+1)
 	errDone := errors.New("done")
 	after := first - 1
 	if first > 1 {
@@ -195,7 +209,7 @@ func batchCheckpoint(tx fsm.ReadTx, tenant string, first uint64, each func(se *f
 	if err != nil && !errors.Is(err, errDone) {
 		return cp, nil, err
 	}
-	if len(links) != bundle.CheckpointEvents {
+	if uint64(len(links)) != last-first+1 {
 		return cp, nil, fmt.Errorf("chain of %s: batch %d..%d holds %d entries", tenant, first, cp.LastSeq, len(links))
 	}
 	cp.LastLink = links[len(links)-1]

@@ -181,6 +181,11 @@ func (c *Client) RestoreSnapshot(ctx context.Context, snapshot io.Reader) (*Rest
 type CheckpointList struct {
 	Checkpoints []bundle.SignedCheckpoint `json:"checkpoints"`
 	Next        uint64                    `json:"next,omitempty"`
+	// Open is the open batch's checkpoint as it stands (fewer than
+	// bundle.CheckpointEvents entries), on the last page: recent entries
+	// are provable at once, not only once their batch fills. It changes
+	// with every entry; the complete batch's checkpoint replaces it.
+	Open *bundle.SignedCheckpoint `json:"open,omitempty"`
 }
 
 // ChainProof reads the inclusion proof of entry seq of tenant's chain in
