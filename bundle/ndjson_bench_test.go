@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-ledger/strata/internal/proccpu"
 )
 
 // BenchmarkNDJSON: a bundle of 50,000 events to NDJSON, by the legacy
@@ -32,7 +33,7 @@ func BenchmarkNDJSON(b *testing.B) {
 		src := srcOf(c.bundle)
 		b.Run(fmt.Sprintf("chain=%s/path=legacy", c.name), func(b *testing.B) {
 			b.ReportAllocs()
-			start, cpu := time.Now(), cpuTime()
+			start, cpu := time.Now(), proccpu.Used()
 			for b.Loop() {
 				if _, err := writeNDJSONLegacy(io.Discard, src, nil, nil); err != nil {
 					b.Fatal(err)
@@ -45,7 +46,7 @@ func BenchmarkNDJSON(b *testing.B) {
 		for _, run := range []int{1 << 30, DefaultNDJSONRunBytes, 1 << 20} {
 			b.Run(fmt.Sprintf("chain=%s/path=stream/run=%dMiB", c.name, run>>20), func(b *testing.B) {
 				b.ReportAllocs()
-				start, cpu := time.Now(), cpuTime()
+				start, cpu := time.Now(), proccpu.Used()
 				for b.Loop() {
 					if _, err := WriteNDJSONWith(io.Discard, src, NDJSONConfig{RunBytes: run, NewRunFile: tempRuns(dir)}); err != nil {
 						b.Fatal(err)
@@ -58,14 +59,7 @@ func BenchmarkNDJSON(b *testing.B) {
 	}
 }
 
-// cpuTime is the process's CPU time so far, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportCPU reports events per CPU-second since since (a cpuTime).
 func reportCPU(b *testing.B, events int, since time.Duration) {
-	b.ReportMetric(float64(events)*float64(b.N)/(cpuTime()-since).Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(events)*float64(b.N)/(proccpu.Used()-since).Seconds(), "events/cpu-s")
 }

@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
 	"github.com/strata-ledger/strata/hlc"
+	"github.com/strata-ledger/strata/internal/proccpu"
 )
 
 // The NDJSON writer's memory and speed (issue 15: an export never holds
@@ -61,7 +61,7 @@ func TestNDJSON_HoldsBoundedMemory(t *testing.T) {
 	out := &sampledWriter{sum: sha256.New()}
 	var m NDJSONManifest
 	var err error
-	wall, cpu := timedCPU(func() {
+	wall, cpu := proccpu.Timed(func() {
 		m, err = WriteNDJSONWith(out, src, NDJSONConfig{RunBytes: run, NewRunFile: speedRuns.newFile})
 	})
 	if err != nil || m.Count != uint64(n) {
@@ -103,7 +103,7 @@ func TestNDJSON_HoldsBoundedMemory(t *testing.T) {
 	base = liveHeap()
 	peak = 0
 	legacy := &sampledWriter{every: 1 << 62, first: sample, sum: sha256.New()}
-	lwall, lcpu := timedCPU(func() { _, err = writeNDJSONLegacy(legacy, src, nil, nil) })
+	lwall, lcpu := proccpu.Timed(func() { _, err = writeNDJSONLegacy(legacy, src, nil, nil) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,15 +196,4 @@ func liveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
-}
-
-// timedCPU returns fn's wall and process CPU time.
-func timedCPU(fn func()) (wall, cpu time.Duration) {
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	start := time.Now()
-	fn()
-	wall = time.Since(start)
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	return wall, time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-ledger/strata/bundle"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
+	"github.com/strata-ledger/strata/internal/proccpu"
 )
 
 // exportSpeedEvents is the chain length of TestBundle_ExportSpeedThroughTheAPI;
@@ -161,9 +162,9 @@ func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 				}
 			}
 		}()
-		start, cpu0 := time.Now(), processCPU()
+		start, cpu0 := time.Now(), proccpu.Used()
 		size, err = exportTo(c, f)
-		elapsed, cpu := time.Since(start), processCPU()-cpu0
+		elapsed, cpu := time.Since(start), proccpu.Used()-cpu0
 		close(done)
 		<-sampled
 		f.Close()
@@ -228,9 +229,9 @@ func TestBundle_ExportSpeedThroughTheAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start, cpu0 := time.Now(), processCPU()
+		start, cpu0 := time.Now(), proccpu.Used()
 		rep, err := bundle.Verify(bufio.NewReaderSize(rf, 1<<20), bundle.VerifyConfig{PublicKey: pub})
-		elapsed, cpu := time.Since(start), processCPU()-cpu0
+		elapsed, cpu := time.Since(start), proccpu.Used()-cpu0
 		rf.Close()
 		if err != nil || rep.Entries != uint64(n) || rep.Checkpoints != uint64(n/bundle.CheckpointEvents) || !rep.Trusted {
 			t.Fatalf("verify: %+v %v", rep, err)

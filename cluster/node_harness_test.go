@@ -143,7 +143,13 @@ func (c *testCluster) cfg(id string) NodeConfig {
 
 func (c *testCluster) start(id string) *Node {
 	c.t.Helper()
-	opts := NodeOptions{Logger: nodeTestLogger(), LANTimings: members.FastTimings(),
+	return c.startLogging(id, nodeTestLogger())
+}
+
+// startLogging starts node id with its log going to logger.
+func (c *testCluster) startLogging(id string, logger *slog.Logger) *Node {
+	c.t.Helper()
+	opts := NodeOptions{Logger: logger, LANTimings: members.FastTimings(),
 		WANTimings: members.FastTimings(), RejoinInterval: 500 * time.Millisecond, DisableReconcilers: !c.reconcile}
 	if c.tracer != nil {
 		opts.Tracer = c.tracer(id)

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/transport/api"
 )
 
@@ -43,16 +41,7 @@ func (c *testCluster) restartLogged(id string, change func(*NodeConfig)) *logCap
 		}
 	}
 	capture := &logCapture{}
-	opts := NodeOptions{Logger: slog.New(slog.NewTextHandler(capture, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		LANTimings: members.FastTimings(), WANTimings: members.FastTimings(), RejoinInterval: 500 * time.Millisecond,
-		DisableReconcilers: !c.reconcile}
-	n, err := StartNode(c.cfg(id), opts)
-	if err != nil {
-		c.t.Fatalf("start %s: %v", id, err)
-	}
-	c.mu.Lock()
-	c.nodes[id] = n
-	c.mu.Unlock()
+	c.startLogging(id, slog.New(slog.NewTextHandler(capture, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	c.waitReady(id)
 	return capture
 }

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
+	"github.com/strata-ledger/strata/internal/proccpu"
 )
 
 // The cost of a scheduled backup at scale (issue 15 §4; BENCHMARKS.md
@@ -135,9 +135,9 @@ func measure(fn func() error) measured {
 			}
 		}
 	}()
-	start, cpu0 := time.Now(), processCPU()
+	start, cpu0 := time.Now(), proccpu.Used()
 	err := fn()
-	m := measured{wall: time.Since(start), cpu: processCPU() - cpu0, err: err}
+	m := measured{wall: time.Since(start), cpu: proccpu.Used() - cpu0, err: err}
 	close(done)
 	<-sampled
 	runtime.ReadMemStats(&ms)
@@ -148,15 +148,6 @@ func measure(fn func() error) measured {
 		m.liveAfter = ms.HeapAlloc - baseLive
 	}
 	return m
-}
-
-// processCPU is the user and system CPU time of this process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

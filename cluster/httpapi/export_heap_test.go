@@ -9,7 +9,6 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/strata-ledger/strata/fsm"
 	"github.com/strata-ledger/strata/fsm/boltstore"
 	"github.com/strata-ledger/strata/fsm/fsmtest"
+	"github.com/strata-ledger/strata/internal/proccpu"
 )
 
 // The export's own memory and speed (issue 15), in a process of its own:
@@ -74,7 +74,7 @@ func TestExport_HoldsBoundedMemoryFromBolt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wall, cpu := timed(func() { err = writeExport(st, f, cfg) })
+		wall, cpu := proccpu.Timed(func() { err = writeExport(st, f, cfg) })
 		if err == nil {
 			size, err = f.Seek(0, io.SeekCurrent)
 		}
@@ -90,7 +90,7 @@ func TestExport_HoldsBoundedMemoryFromBolt(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rep bundle.Report
-		wall, cpu := timed(func() { rep, err = bundle.Verify(bufio.NewReaderSize(f, 1<<20), bundle.VerifyConfig{}) })
+		wall, cpu := proccpu.Timed(func() { rep, err = bundle.Verify(bufio.NewReaderSize(f, 1<<20), bundle.VerifyConfig{}) })
 		f.Close()
 		if err != nil || rep.Entries != uint64(n) {
 			t.Fatalf("verify: %+v %v", rep, err)
@@ -155,7 +155,7 @@ func TestExport_HoldsBoundedMemoryFromBolt(t *testing.T) {
 	ndBase := liveHeap()
 	var ndPeak uint64
 	fw := &firstWrite{fn: func() { ndPeak = liveHeap() }}
-	wall, cpu := timed(func() {
+	wall, cpu := proccpu.Timed(func() {
 		_, err = bundle.WriteNDJSONWith(fw, bundle.Source{Name: "export", R: f, Size: size}, bundle.NDJSONConfig{NewRunFile: tempRunFile})
 	})
 	if err != nil {
@@ -235,17 +235,6 @@ func (w *firstWrite) Write(b []byte) (int, error) {
 	}
 	w.n += int64(len(b))
 	return len(b), nil
-}
-
-// timed returns fn's wall and process CPU time.
-func timed(fn func()) (wall, cpu time.Duration) {
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	start := time.Now()
-	fn()
-	wall = time.Since(start)
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	return wall, time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 }
 
 func writeProfile(t *testing.T, path string) {

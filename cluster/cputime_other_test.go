@@ -1,8 +1,0 @@
-//go:build !unix
-
-package cluster
-
-import "time"
-
-// processCPU is not measured here (0).
-func processCPU() time.Duration { return 0 }
