@@ -1,24 +1,20 @@
 package cluster
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/strata-ledger/strata/cluster/keyring"
 )
 
-// GossipKeyBytes is the size of a gossip key: AES-256.
-const GossipKeyBytes = 32
+// GossipKeyBytes is the size of a gossip key: AES-256 (keyring.KeyBytes).
+const GossipKeyBytes = keyring.KeyBytes
 
-// maxKeyringFileBytes bounds a keyring file (at most memberlist's handful
-// of keys, base64).
-const maxKeyringFileBytes = 64 << 10
-
-// maxGossipKeys bounds the keys of a keyring: a rotation needs two.
-const maxGossipKeys = 16
+// DecodeGossipKey decodes a base64 gossip key (keyring.DecodeKey).
+func DecodeGossipKey(s string) ([]byte, error) { return keyring.DecodeKey(s) }
 
 // DefaultKeyringFile is where a node keeps its gossip keyring, under its
 // data dir, when gossip_keyring_file does not say.
@@ -107,64 +103,4 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// DecodeGossipKey decodes a base64 gossip key of GossipKeyBytes bytes.
-func DecodeGossipKey(s string) ([]byte, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("not base64: %w", err)
-	}
-	if len(b) != GossipKeyBytes {
-		return nil, fmt.Errorf("%d bytes, want %d (strata keyring generate)", len(b), GossipKeyBytes)
-	}
-	return b, nil
-}
-
-// readKeyringFile reads a keyring file: a JSON array of base64 keys, the
-// primary first (as Consul's local.keyring).
-func readKeyringFile(path string) ([][]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxKeyringFileBytes {
-		return nil, fmt.Errorf("keyring file %s: over %d bytes", path, maxKeyringFileBytes)
-	}
-	var encoded []string
-	if err := json.Unmarshal(b, &encoded); err != nil {
-		return nil, fmt.Errorf("keyring file %s: %w", path, err)
-	}
-	if len(encoded) == 0 || len(encoded) > maxGossipKeys {
-		return nil, fmt.Errorf("keyring file %s: %d keys, want 1..%d", path, len(encoded), maxGossipKeys)
-	}
-	keys := make([][]byte, 0, len(encoded))
-	for i, e := range encoded {
-		k, err := DecodeGossipKey(e)
-		if err != nil {
-			return nil, fmt.Errorf("keyring file %s: key %d: %w", path, i, err)
-		}
-		keys = append(keys, k)
-	}
-	return keys, nil
-}
-
-// writeKeyringFile writes keys (primary first) to path, 0600, atomically.
-func writeKeyringFile(path string, keys [][]byte) error {
-	encoded := make([]string, len(keys))
-	for i, k := range keys {
-		encoded[i] = base64.StdEncoding.EncodeToString(k)
-	}
-	b, err := json.Marshal(encoded)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("keyring file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("keyring file: %w", err)
-	}
-	return nil
 }

@@ -21,8 +21,8 @@ func (n *Node) keyringService() *keyring.Service {
 			Members:    func() []members.Member { return n.members.Members() },
 			HTTPClient: func() *http.Client { return n.peers.HTTPClient() },
 			Keyring:    n.sec.keyring,
-			Save:       func(keys [][]byte) error { return writeKeyringFile(n.sec.keyringFile, keys) },
-			DecodeKey:  DecodeGossipKey, MaxKeys: maxGossipKeys, Logger: n.log,
+			Save:       func(keys [][]byte) error { return keyring.WriteFile(n.sec.keyringFile, keys) },
+			DecodeKey:  keyring.DecodeKey, MaxKeys: keyring.MaxKeys, Logger: n.log,
 		})
 	})
 	return n.sec.keyringSvc

@@ -6,9 +6,9 @@ import (
 	"github.com/strata-ledger/strata/cluster/aestatus"
 	"github.com/strata-ledger/strata/cluster/group"
 	"github.com/strata-ledger/strata/cluster/httpapi"
+	"github.com/strata-ledger/strata/cluster/members"
 	"github.com/strata-ledger/strata/cluster/regionsync"
 	"github.com/strata-ledger/strata/transport/api"
-	"github.com/strata-ledger/strata/transport/gossip"
 )
 
 // newRegionSync wires a manager's regional ↔ global anti-entropy: rounds
@@ -34,19 +34,7 @@ func (n *Node) newRegionSync() error {
 
 // compareGate is the API address of a gate to compare with: one of this
 // region's if gossip knows one, else any.
-func (n *Node) compareGate() string {
-	var other string
-	for _, m := range n.members.Members() {
-		if m.Meta.Role != gossip.RoleGate || m.Meta.APIAddr == "" {
-			continue
-		}
-		if m.Meta.Region == n.cfg.Region {
-			return m.Meta.APIAddr
-		}
-		other = m.Meta.APIAddr
-	}
-	return other
-}
+func (n *Node) compareGate() string { return members.GateAPIFor(n.members.Members(), n.cfg.Region) }
 
 // newAEStatus wires the gatherer of GET /v1/cluster/antientropy: every
 // node reports itself; a gate gathers its region's managers and one gate
@@ -81,24 +69,18 @@ func (n *Node) aeSelf(ctx context.Context, run bool) api.AntiEntropyNode {
 
 // regionManagers are the managers of this node's region gossip knows.
 func (n *Node) regionManagers() []aestatus.Peer {
-	var out []aestatus.Peer
-	for _, m := range n.members.Members() {
-		if m.Meta.Role == gossip.RoleManager && m.Meta.Region == n.cfg.Region && m.Meta.APIAddr != "" {
-			out = append(out, aestatus.Peer{ID: m.Meta.NodeID, APIAddr: m.Meta.APIAddr})
-		}
-	}
-	return out
+	return aePeers(members.RegionManagers(n.members.Members(), n.cfg.Region))
 }
 
 // otherRegionGates is one gate of every other region gossip knows.
 func (n *Node) otherRegionGates() []aestatus.Peer {
-	seen := map[string]bool{n.cfg.Region: true}
-	var out []aestatus.Peer
-	for _, m := range n.members.Members() {
-		if m.Meta.Role == gossip.RoleGate && !seen[m.Meta.Region] && m.Meta.APIAddr != "" {
-			seen[m.Meta.Region] = true
-			out = append(out, aestatus.Peer{ID: m.Meta.NodeID, APIAddr: m.Meta.APIAddr})
-		}
+	return aePeers(members.OtherRegionGates(n.members.Members(), n.cfg.Region))
+}
+
+func aePeers(ps []members.APIPeer) []aestatus.Peer {
+	out := make([]aestatus.Peer, len(ps))
+	for i, p := range ps {
+		out[i] = aestatus.Peer{ID: p.ID, APIAddr: p.APIAddr}
 	}
 	return out
 }

@@ -59,18 +59,18 @@ func (n *Node) openSecurity() error {
 // else gossip_key starts it, and the file is written.
 func (n *Node) openKeyring() error {
 	n.sec.keyringFile = n.cfg.keyringFile()
-	keys, err := readKeyringFile(n.sec.keyringFile)
+	keys, err := keyring.ReadFile(n.sec.keyringFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if n.cfg.GossipKey == "" {
 			return nil
 		}
-		k, err := DecodeGossipKey(n.cfg.GossipKey)
+		k, err := keyring.DecodeKey(n.cfg.GossipKey)
 		if err != nil {
 			return fmt.Errorf("gossip_key: %w", err)
 		}
 		keys = [][]byte{k}
-		if err := writeKeyringFile(n.sec.keyringFile, keys); err != nil {
+		if err := keyring.WriteFile(n.sec.keyringFile, keys); err != nil {
 			return err
 		}
 	case err != nil:
