@@ -51,19 +51,23 @@ func BenchmarkRequestPath(b *testing.B) {
 	})
 }
 
+// reqPathWrites are the two writes the parallel and loopback request-path
+// benchmarks send: one event to a manager, one job submit to a gate.
+var reqPathWrites = []struct {
+	name string
+	role Role
+	path string
+	want int
+}{
+	{"events:batch/events=1", RoleManager, "/v1/events:batch?durability=regional", http.StatusOK},
+	{"jobs/submit", RoleGate, "/v1/jobs?durability=global", http.StatusCreated},
+}
+
 // BenchmarkRequestPathParallel is BenchmarkRequestPath from many
 // goroutines at once (each its own request), as 64–256 clients load one
 // node: what contends (metrics, the idempotency cache, the clock) shows.
 func BenchmarkRequestPathParallel(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		role Role
-		path string
-		want int
-	}{
-		{"events:batch/events=1", RoleManager, "/v1/events:batch?durability=regional", http.StatusOK},
-		{"jobs/submit", RoleGate, "/v1/jobs?durability=global", http.StatusCreated},
-	} {
+	for _, tc := range reqPathWrites {
 		b.Run(tc.name, func(b *testing.B) {
 			sv, _ := newReqPathServer(b, tc.role)
 			h := sv.srv.Handler
@@ -94,15 +98,7 @@ func BenchmarkRequestPathParallel(b *testing.B) {
 // allocations in B/op), so it shows what share of a whole request the
 // handler's is.
 func BenchmarkRequestPathLoopback(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		role Role
-		path string
-		want int
-	}{
-		{"events:batch/events=1", RoleManager, "/v1/events:batch?durability=regional", http.StatusOK},
-		{"jobs/submit", RoleGate, "/v1/jobs?durability=global", http.StatusCreated},
-	} {
+	for _, tc := range reqPathWrites {
 		b.Run(tc.name, func(b *testing.B) {
 			sv, _ := newReqPathServer(b, tc.role)
 			ln, err := net.Listen("tcp", "127.0.136.1:0")
